@@ -1,0 +1,98 @@
+// Command analyzer diagnoses failed multi-node LLM inference launches:
+// offline over collected logs (diagnose, ingest, search, ui) or live over
+// NATS (serve). Each subcommand lives in its own file; the work is done by
+// the packages they call.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// exitError carries a process exit code through the subcommands, so that
+// main is the only place that calls os.Exit.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError is an input or usage error: exit code 1.
+func usageError(format string, args ...any) error {
+	return &exitError{code: 1, err: fmt.Errorf(format, args...)}
+}
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"diagnose", "find the root cause of a failed launch in collected logs", runDiagnose},
+		{"ingest", "index collected logs into --data-dir for search", runIngest},
+		{"search", "search an index from the terminal", runSearch},
+		{"serve", "live: consume from NATS, index, alert, serve the web UI", runServe},
+		{"ui", "serve the web UI over an existing index", runUI},
+		{"rules", "lint or test rule files (rules lint|test DIR)", runRules},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: analyzer COMMAND [flags] [args]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'analyzer COMMAND --help' for a command's flags.")
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 1
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdout, stderr)
+		if err == nil {
+			return 0
+		}
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.err != nil {
+				fmt.Fprintf(stderr, "analyzer %s: %v\n", c.name, ee.err)
+			}
+			return ee.code
+		}
+		fmt.Fprintf(stderr, "analyzer %s: %v\n", c.name, err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "analyzer: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 1
+}
