@@ -1,0 +1,136 @@
+package wire
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/faultline/faultline/parsers"
+)
+
+func TestToken(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"spark-1", "spark-1"},
+		{"192.168.200.12", "192_168_200_12"},
+		{"a*b>c d", "a_b_c_d"},
+		{"", "_"},
+		{"tab\there", "tab_here"},
+		{"node.example.com", "node_example_com"},
+	}
+	for _, tt := range tests {
+		if got := Token(tt.in); got != tt.want {
+			t.Errorf("Token(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	if got, want := LogsSubject("dgx", "10.1.230.180"), "faultline.logs.dgx.10_1_230_180"; got != want {
+		t.Errorf("LogsSubject = %q, want %q", got, want)
+	}
+	if got := LogsSubject("a.b", "c"); strings.Count(got, ".") != 3 {
+		t.Errorf("LogsSubject(a.b, c) = %q: must have exactly 4 tokens", got)
+	}
+	if got, want := FindingsSubject("c1", "critical"), "faultline.findings.c1.critical"; got != want {
+		t.Errorf("FindingsSubject = %q, want %q", got, want)
+	}
+	if got, want := MsgID("abc", 12), "abc-12"; got != want {
+		t.Errorf("MsgID = %q, want %q", got, want)
+	}
+}
+
+// TestAppendRecordMatchesEncodingJSON proves the hand-written encoder emits
+// what encoding/json would, byte for byte, and that it round-trips.
+func TestAppendRecordMatchesEncodingJSON(t *testing.T) {
+	ts := time.Date(2025, 10, 23, 3, 54, 46, 123456789, time.UTC)
+	tests := []parsers.Record{
+		{ID: "x", Cluster: "c", Node: "n", File: "/f", Offset: 0, Line: 1, Text: "plain"},
+		{ID: "id1", Cluster: "dgx", Node: "spark-1", Container: "node-1", File: "/var/log/x.log", FileID: "1:2:ab",
+			Offset: 12345, Size: 99, Line: 7, Lines: 3, Time: ts, Stream: "stderr",
+			Text: "Traceback (most recent call last):\n  File \"x.py\", line 1\r\n\tKeyError: <a> & 'b' \\ \x1b[31mred\x00"},
+		{ID: "u", Text: "invalid \xff\xfe utf8 \u2028 sep \u2029 é 漢字 \U0001F600"},
+		{ID: "t", Time: time.Date(2025, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600))},
+	}
+	for i, r := range tests {
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := AppendRecord(nil, &r)
+		if string(got) != string(want)+"\n" {
+			t.Errorf("case %d:\n got %s\nwant %s", i, got, want)
+		}
+		recs, err := Decode(got)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("case %d: Decode = %v, %v", i, recs, err)
+		}
+		if utf8.ValidString(r.Text) && !reflect.DeepEqual(normalize(recs[0]), normalize(r)) {
+			t.Errorf("case %d: round trip %+v != %+v", i, recs[0], r)
+		}
+	}
+}
+
+func normalize(r parsers.Record) parsers.Record {
+	r.Time = r.Time.UTC()
+	return r
+}
+
+func TestDecodeNDJSON(t *testing.T) {
+	var body []byte
+	for i := 0; i < 3; i++ {
+		body = AppendRecord(body, &parsers.Record{ID: string(rune('a' + i)), Offset: int64(i)})
+	}
+	recs, err := Decode(append(body, '\n'))
+	if err != nil || len(recs) != 3 || recs[2].ID != "c" || recs[2].Offset != 2 {
+		t.Fatalf("Decode = %+v, %v", recs, err)
+	}
+	if _, err := Decode([]byte("{\"id\":\"a\"}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "record 2") {
+		t.Fatalf("Decode(bad) error = %v, want one naming record 2", err)
+	}
+}
+
+func TestFitText(t *testing.T) {
+	tests := []struct {
+		name  string
+		text  string
+		limit int
+		cut   bool
+	}{
+		{"fits", "short", 100, false},
+		{"ascii", strings.Repeat("a", 1000), 200, true},
+		{"escapes", strings.Repeat("<\x01", 500), 200, true},
+		{"multibyte", strings.Repeat("漢", 500), 200, true},
+		{"invalid", strings.Repeat("\xff", 500), 200, true},
+	}
+	for _, tt := range tests {
+		got, cut := FitText(tt.text, 50, tt.limit)
+		if cut != tt.cut {
+			t.Errorf("%s: cut = %v, want %v", tt.name, cut, tt.cut)
+		}
+		if cut && !strings.HasSuffix(got, TruncateMarker) {
+			t.Errorf("%s: no marker", tt.name)
+		}
+		r := parsers.Record{Text: got}
+		enc := appendString(nil, r.Text)
+		if 50+len(enc) > tt.limit {
+			t.Errorf("%s: encoded %d bytes + 50 > limit %d", tt.name, len(enc), tt.limit)
+		}
+		if !utf8.ValidString(strings.TrimSuffix(got, TruncateMarker)) && utf8.ValidString(tt.text) {
+			t.Errorf("%s: cut inside a rune", tt.name)
+		}
+	}
+}
+
+func BenchmarkAppendRecord(b *testing.B) {
+	r := parsers.Record{ID: "0123456789abcdef01234567", Cluster: "dgx", Node: "spark-1", File: "/var/lib/docker/containers/abc/abc-json.log",
+		FileID: "2049:1234:deadbeef", Offset: 123456789, Size: 180, Line: 12345, Time: time.Now(), Stream: "stdout",
+		Text: "(RayWorkerWrapper pid=223, ip=192.168.141.7) INFO 10-23 03:54:46 [parallel_state.py:1325] rank 1 in world size 2 is assigned as DP rank 0"}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendRecord(buf[:0], &r)
+	}
+}
