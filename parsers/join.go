@@ -1,0 +1,650 @@
+package parsers
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults for JoinOptions.
+const (
+	DefaultMaxRecordBytes = 1 << 20
+	DefaultMaxRecordLines = 2000
+)
+
+// JoinOptions configure a Joiner. The zero value uses the defaults.
+type JoinOptions struct {
+	MaxRecordBytes int              // text bytes of one record (default DefaultMaxRecordBytes)
+	MaxRecordLines int              // physical lines of one record (default DefaultMaxRecordLines)
+	Now            func() time.Time // clock for FlushIdle (default time.Now)
+}
+
+// A pending record older than staleLines Adds is closed: nothing continues a
+// record after thousands of other lines, and this bounds what a Joiner holds
+// on a long file with many short-lived processes (NCCL proxy threads).
+const (
+	staleLines    = 4096
+	sweepInterval = 1024
+	prefixCacheN  = 8
+)
+
+// Joiner joins consecutive Lines into Records. Lines are grouped per
+// (stream, process prefix) so that output of processes interleaved in one
+// stream is never joined across processes; within a group a record grows
+// while lines continue it (traceback bodies, C++ frame dumps, NCCL WARN
+// return-code traces, indented lines, vLLM multi-line logger output) and is
+// emitted when a line that does not continue it arrives, when it hits the
+// size caps, or on Flush/FlushIdle. A Joiner is not safe for concurrent use.
+type Joiner struct {
+	origin  Origin
+	opts    JoinOptions
+	emitFn  func(Record)
+	pending map[joinKey]*pendingRecord
+	last    *pendingRecord // pending record of the previous Add (most lines continue the same key)
+	streams []streamLast
+	seq     uint64
+	cache   [prefixCacheN]prefixEntry
+	cacheAt int
+	scratch []*pendingRecord
+}
+
+// joinKey identifies one writer within a file: the stream, the (normalised)
+// process prefixes, and for NCCL lines the host:pid:tid.
+type joinKey struct {
+	stream string
+	prefix string
+	nccl   string
+}
+
+type streamLast struct {
+	stream string
+	key    joinKey
+}
+
+// prefixEntry remembers a prefix run seen before: match is how it is
+// written at the start of a line (without the final space), key what it
+// normalises to. Lines of a process mostly repeat the same prefix, so this
+// spares the regexp of SplitPrefixes on the hot path.
+type prefixEntry struct {
+	match string
+	key   string
+}
+
+// Record states: what kind of continuation the record can take next.
+const (
+	recPlain     = iota // a single line or a group of lines with one vLLM header
+	recTraceback        // inside "Traceback (most recent call last):" ... File lines
+	recExcMsg           // after the exception line: its message may span lines
+	recAfterExc         // blank line(s) after an exception: a chain marker may follow
+	recChain            // "During handling ..." / "The above exception ...": a Traceback follows
+	recFrames           // "Exception raised from ...": frame #N lines follow
+	recNCCLWarn         // an NCCL WARN: "NCCL INFO file:line -> N" traces follow
+)
+
+type pendingRecord struct {
+	key     joinKey
+	active  bool
+	state   uint8
+	inExc   bool // frames belong to an exception message (it may go on after them)
+	hdr     string
+	offset  int64
+	num     int
+	time    time.Time
+	stream  string
+	first   string
+	buf     []byte
+	textLen int // length of buf up to the end of the last non-blank line
+	lines   int
+	size    int64
+	last    time.Time
+	lastSeq uint64
+}
+
+// NewJoiner returns a Joiner that calls emit with each completed record.
+func NewJoiner(o Origin, opts JoinOptions, emit func(Record)) *Joiner {
+	if opts.MaxRecordBytes <= 0 {
+		opts.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if opts.MaxRecordLines <= 0 {
+		opts.MaxRecordLines = DefaultMaxRecordLines
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Joiner{origin: o, opts: opts, emitFn: emit, pending: make(map[joinKey]*pendingRecord)}
+}
+
+// Add takes the next Line of the file.
+func (j *Joiner) Add(l Line) {
+	j.seq++
+	prefix, rest := j.splitPrefix(l.Text)
+	blank := blankLine(rest)
+	var key joinKey
+	if blank && prefix == "" {
+		// A bare blank line says nothing about its writer; it belongs with
+		// what its stream said last (NCCL's WARN starts with "\n", Python
+		// separates chained tracebacks with blank lines).
+		key = j.streamLastKey(l.Stream)
+	} else {
+		key = joinKey{stream: l.Stream, prefix: prefix, nccl: ncclWriterKey(rest)}
+	}
+	j.setStreamLastKey(l.Stream, key)
+
+	p := j.last
+	if p == nil || p.key != key {
+		p = j.pending[key]
+		if p == nil {
+			p = &pendingRecord{key: key}
+			j.pending[key] = p
+		}
+		j.last = p
+	}
+	hdr := ""
+	if !blank {
+		hdr = vllmLogHeader(rest)
+	}
+	if p.active {
+		if j.fits(p, l) && p.continues(rest, hdr, blank) {
+			p.append(l, blank, j.now(), j.seq)
+			j.maybeSweep()
+			return
+		}
+		j.close(p)
+	}
+	p.start(l, rest, hdr, blank, j.now(), j.seq)
+	j.maybeSweep()
+}
+
+func (j *Joiner) now() time.Time { return j.opts.Now() }
+
+func (j *Joiner) fits(p *pendingRecord, l Line) bool {
+	if p.lines+1 > j.opts.MaxRecordLines {
+		return false
+	}
+	n := len(p.first)
+	if p.lines > 1 {
+		n = len(p.buf)
+	}
+	return n+1+len(l.Text) <= j.opts.MaxRecordBytes
+}
+
+// Flush emits every pending record, in file order.
+func (j *Joiner) Flush() {
+	j.closeWhere(func(*pendingRecord) bool { return true })
+}
+
+// FlushIdle emits the pending records whose last line was added idle or
+// longer ago (by JoinOptions.Now), in file order. A tailer calls it
+// periodically so that the last record of a quiet file is not held forever.
+func (j *Joiner) FlushIdle(idle time.Duration) {
+	cut := j.now().Add(-idle)
+	j.closeWhere(func(p *pendingRecord) bool { return !p.last.After(cut) })
+}
+
+// PendingOffset reports the lowest file offset of a line still held in a
+// pending record; ok is false when nothing is pending. A shipper persists
+// offsets only below it, so that a restart re-reads the held lines.
+func (j *Joiner) PendingOffset() (int64, bool) {
+	var off int64
+	ok := false
+	for _, p := range j.pending {
+		if p.active && (!ok || p.offset < off) {
+			off, ok = p.offset, true
+		}
+	}
+	return off, ok
+}
+
+func (j *Joiner) closeWhere(pred func(*pendingRecord) bool) {
+	ps := j.scratch[:0]
+	for _, p := range j.pending {
+		if p.active && pred(p) {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, func(a, b *pendingRecord) int {
+		switch {
+		case a.offset < b.offset:
+			return -1
+		case a.offset > b.offset:
+			return 1
+		}
+		return 0
+	})
+	for _, p := range ps {
+		j.close(p)
+	}
+	clear(ps)
+	j.scratch = ps[:0]
+}
+
+// maybeSweep closes records nothing has continued for a long time and
+// forgets idle keys, so a Joiner's memory stays bounded.
+func (j *Joiner) maybeSweep() {
+	if j.seq%sweepInterval != 0 {
+		return
+	}
+	if j.seq > staleLines {
+		cut := j.seq - staleLines
+		j.closeWhere(func(p *pendingRecord) bool { return p.lastSeq < cut })
+	}
+	for k, p := range j.pending {
+		if !p.active && p != j.last {
+			delete(j.pending, k)
+		}
+	}
+}
+
+func (j *Joiner) close(p *pendingRecord) {
+	text := p.first
+	if p.lines > 1 {
+		text = string(p.buf[:p.textLen])
+	}
+	r := Record{
+		ID:        RecordID(j.origin.Node, j.origin.FileID, p.offset),
+		Cluster:   j.origin.Cluster,
+		Node:      j.origin.Node,
+		Container: j.origin.Container,
+		File:      j.origin.File,
+		FileID:    j.origin.FileID,
+		Offset:    p.offset,
+		Size:      p.size,
+		Line:      p.num,
+		Lines:     p.lines,
+		Time:      p.time,
+		Stream:    p.stream,
+		Text:      text,
+	}
+	p.active = false
+	p.first = ""
+	p.hdr = ""
+	if cap(p.buf) > 64<<10 {
+		p.buf = nil
+	}
+	j.emitFn(r)
+}
+
+func (j *Joiner) streamLastKey(stream string) joinKey {
+	for _, s := range j.streams {
+		if s.stream == stream {
+			return s.key
+		}
+	}
+	return joinKey{stream: stream}
+}
+
+func (j *Joiner) setStreamLastKey(stream string, k joinKey) {
+	for i := range j.streams {
+		if j.streams[i].stream == stream {
+			j.streams[i].key = k
+			return
+		}
+	}
+	j.streams = append(j.streams, streamLast{stream: stream, key: k})
+}
+
+func (p *pendingRecord) start(l Line, rest, hdr string, blank bool, now time.Time, seq uint64) {
+	p.active = true
+	p.offset, p.num, p.time, p.stream = l.Offset, l.Num, l.Time, l.Stream
+	p.first = l.Text
+	p.buf = p.buf[:0]
+	p.textLen = 0
+	p.lines = 1
+	p.size = l.Size
+	p.last, p.lastSeq = now, seq
+	p.hdr = hdr
+	p.inExc = false
+	p.state = recPlain
+	switch {
+	case blank:
+	case tracebackStarts(rest):
+		p.state = recTraceback
+	case strings.HasPrefix(rest, "Exception raised from "):
+		p.state = recFrames
+	case strings.HasPrefix(strings.TrimLeft(rest, " "), `File "`) && rest[0] == ' ':
+		// A traceback whose header was cut off (pasted excerpts).
+		p.state = recTraceback
+	case p.key.nccl != "" && strings.Contains(rest, "NCCL WARN "):
+		p.state = recNCCLWarn
+	case exceptionLine(rest):
+		// An exception printed without its traceback (or cut from a paste):
+		// its message may still span lines.
+		p.state = recExcMsg
+	}
+}
+
+func (p *pendingRecord) append(l Line, blank bool, now time.Time, seq uint64) {
+	if p.lines == 1 {
+		p.buf = append(p.buf[:0], p.first...)
+		p.textLen = len(p.buf)
+		if blankLine(p.first) {
+			p.textLen = 0
+		}
+	}
+	p.buf = append(p.buf, '\n')
+	p.buf = append(p.buf, l.Text...)
+	if !blank {
+		p.textLen = len(p.buf)
+	}
+	p.lines++
+	p.size += l.Size
+	p.last, p.lastSeq = now, seq
+}
+
+// continues decides whether a line (rest = its text after the process
+// prefixes, hdr = its vLLM header if any) continues the pending record, and
+// moves the record's state along.
+func (p *pendingRecord) continues(rest, hdr string, blank bool) bool {
+	if blank {
+		if p.state == recExcMsg {
+			p.state = recAfterExc
+		}
+		return true
+	}
+	// vLLM's NewLineFormatter repeats the whole header on every line of a
+	// multi-line message (logger.exception tracebacks, config dumps).
+	if hdr != "" && hdr == p.hdr {
+		return true
+	}
+	if strings.HasPrefix(rest, "Exception raised from ") {
+		// c10::Error::what() is the message, then this line and the frames.
+		p.inExc = p.state == recExcMsg || p.state == recTraceback
+		p.state = recFrames
+		return true
+	}
+	indented := rest[0] == ' ' || rest[0] == '\t'
+	switch p.state {
+	case recFrames:
+		if strings.HasPrefix(rest, "frame #") {
+			return true
+		}
+		if p.inExc && !indented && !startsEntry(rest) {
+			// The rest of a torch exception message after the C++ frames
+			// (". This may indicate a possible application crash ...").
+			p.state = recExcMsg
+			return true
+		}
+	case recTraceback:
+		if indented {
+			return true
+		}
+		if startsEntry(rest) {
+			return false
+		}
+		p.state = recExcMsg // "pkg.ErrType: message" ends the traceback
+		return true
+	case recExcMsg:
+		if tracebackStarts(rest) || startsEntry(rest) {
+			return false
+		}
+		// Exception messages span lines: NCCL's "Last error:\n<cause>",
+		// Ray's version table, vLLM's long ValueErrors.
+		return true
+	case recAfterExc, recChain:
+		if chainMarker(rest) {
+			p.state = recChain
+			return true
+		}
+		if p.state == recChain && tracebackStarts(rest) {
+			p.state = recTraceback
+			return true
+		}
+	case recNCCLWarn:
+		if ncclReturnTrace(rest) {
+			return true
+		}
+	}
+	return indented
+}
+
+// splitPrefix returns the normalised process-prefix key of a line and the
+// text after the prefixes.
+func (j *Joiner) splitPrefix(text string) (string, string) {
+	if text == "" || (text[0] != '(' && !strings.HasPrefix(text, "[rank")) {
+		return "", text
+	}
+	for i := range j.cache {
+		e := &j.cache[i]
+		if e.match == "" || !strings.HasPrefix(text, e.match) {
+			continue
+		}
+		rest := text[len(e.match):]
+		if e.match[len(e.match)-1] == ')' {
+			if rest == "" || rest[0] != ' ' {
+				continue // SplitPrefixes wants "(...) " with the space
+			}
+			rest = rest[1:]
+		} else if rest != "" && rest[0] == ' ' {
+			rest = rest[1:] // "[rankN]: " takes one optional space
+		}
+		if rest != "" && (rest[0] == '(' || strings.HasPrefix(rest, "[rank")) {
+			continue // maybe one more prefix: let SplitPrefixes decide
+		}
+		return e.key, rest
+	}
+	ps, rest := SplitPrefixes(text)
+	if len(ps) == 0 {
+		return "", text
+	}
+	match := strings.TrimSuffix(text[:len(text)-len(rest)], " ")
+	key := match
+	// vLLM sometimes writes a prefix twice ("(W pid=5) (W pid=5) INFO ..."
+	// after tqdm output); it is still the same writer.
+	dup := false
+	for i := 1; i < len(ps); i++ {
+		if ps[i].Raw == ps[i-1].Raw {
+			dup = true
+		}
+	}
+	if dup {
+		var b strings.Builder
+		for i, p := range ps {
+			if i > 0 && p.Raw == ps[i-1].Raw {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(p.Raw)
+		}
+		key = b.String()
+	}
+	// Copy: the key outlives the line and must not pin its text.
+	key = strings.Clone(key)
+	j.cache[j.cacheAt] = prefixEntry{match: strings.Clone(match), key: key}
+	j.cacheAt = (j.cacheAt + 1) % prefixCacheN
+	return key, rest
+}
+
+// ncclWriterKey returns the "host:pid:tid" of an NCCL debug line
+// ("host:pid:tid [dev] NCCL INFO ...", optionally after a "[date time] "
+// stamp), or "".
+func ncclWriterKey(s string) string {
+	if len(s) > 0 && s[0] == '[' {
+		// NCCL >= 2.26 stamps WARN lines: "[2026-11-29 20:00:53] host:pid:tid ..."
+		i := strings.Index(s, "] ")
+		if i < 11 || i > 40 || s[1] < '0' || s[1] > '9' {
+			return ""
+		}
+		s = s[i+2:]
+	}
+	sp := strings.IndexByte(s, ' ')
+	if sp <= 0 || sp > 128 {
+		return ""
+	}
+	tok := s[:sp]
+	after := s[sp+1:]
+	if !(strings.HasPrefix(after, "[") || strings.HasPrefix(after, "NCCL ")) {
+		return ""
+	}
+	// host:pid:tid: two trailing numeric fields.
+	c2 := strings.LastIndexByte(tok, ':')
+	if c2 <= 0 || !digitsOnly(tok[c2+1:]) {
+		return ""
+	}
+	c1 := strings.LastIndexByte(tok[:c2], ':')
+	if c1 <= 0 || !digitsOnly(tok[c1+1:c2]) {
+		return ""
+	}
+	if strings.ContainsAny(tok[:c1], " \t") {
+		return ""
+	}
+	return tok
+}
+
+// ncclReturnTrace matches NCCL's error-propagation lines
+// "NCCL INFO file.cc:123 -> 5" (optionally " (strerror)").
+func ncclReturnTrace(s string) bool {
+	i := strings.Index(s, "NCCL INFO ")
+	if i < 0 {
+		return false
+	}
+	msg := s[i+len("NCCL INFO "):]
+	a := strings.Index(msg, " -> ")
+	if a <= 0 || strings.IndexByte(msg[:a], ' ') >= 0 {
+		return false
+	}
+	code := msg[a+4:]
+	if sp := strings.IndexByte(code, ' '); sp >= 0 {
+		code = code[:sp]
+	}
+	return digitsOnly(code)
+}
+
+func digitsOnly(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// vllmLogHeader returns the "LEVEL MM-DD HH:MM:SS [file:line] " header of a
+// vLLM log line (also the older "file:line] " form), or "".
+func vllmLogHeader(s string) string {
+	var n int
+	switch {
+	case strings.HasPrefix(s, "INFO "):
+		n = 5
+	case strings.HasPrefix(s, "DEBUG "), strings.HasPrefix(s, "ERROR "):
+		n = 6
+	case strings.HasPrefix(s, "WARNING "):
+		n = 8
+	case strings.HasPrefix(s, "CRITICAL "):
+		n = 9
+	default:
+		return ""
+	}
+	// MM-DD HH:MM:SS
+	if len(s) < n+16 {
+		return ""
+	}
+	t := s[n : n+15]
+	if t[2] != '-' || t[5] != ' ' || t[8] != ':' || t[11] != ':' || t[14] != ' ' ||
+		!digitsOnly(t[0:2]) || !digitsOnly(t[3:5]) || !digitsOnly(t[6:8]) {
+		return ""
+	}
+	rest := s[n+15:]
+	lim := min(len(rest), 160)
+	end := strings.Index(rest[:lim], "] ")
+	if end < 0 {
+		if strings.HasSuffix(rest, "]") && len(rest) <= 160 {
+			end = len(rest) - 1 // header with an empty message
+		} else {
+			return ""
+		}
+	}
+	loc := rest[:end]
+	if c := strings.LastIndexByte(loc, ':'); c < 0 || !digitsOnly(loc[c+1:]) {
+		return ""
+	}
+	return s[:n+15+end+1]
+}
+
+// startsEntry reports whether a line is surely the first line of a new
+// log entry (a timestamped or levelled header, an NCCL line, a traceback),
+// so it cannot be the continuation of an exception message.
+func startsEntry(s string) bool {
+	if s == "" {
+		return false
+	}
+	switch c := s[0]; {
+	case c == '[':
+		if len(s) < 3 {
+			return false
+		}
+		c1, c2 := s[1], s[2]
+		switch {
+		case c1 >= '0' && c1 <= '9' && len(s) > 5 && s[5] == '-': // [2025-06-23 ...]
+			return true
+		case (c1 == 'I' || c1 == 'W' || c1 == 'E' || c1 == 'F') && (c2 == ' ' || (c2 >= '0' && c2 <= '9')): // c10
+			return true
+		case strings.HasPrefix(s, "[rank"):
+			return true
+		}
+		return false
+	case c >= '0' && c <= '9':
+		return len(s) > 10 && digitsOnly(s[:4]) && s[4] == '-' && s[7] == '-' // Ray Python: 2024-04-01 10:49:31,995
+	case c == 'T':
+		return tracebackStarts(s)
+	}
+	if vllmLogHeader(s) != "" || ncclWriterKey(s) != "" || strings.HasPrefix(s, "NCCL ") {
+		return true
+	}
+	// uvicorn and plain Python logging: "INFO:     ...", "WARNING:root:..."
+	for _, lv := range [...]string{"INFO:", "DEBUG:", "WARNING:", "ERROR:", "CRITICAL:"} {
+		if strings.HasPrefix(s, lv) {
+			return true
+		}
+	}
+	return false
+}
+
+const tracebackHeaderText = "Traceback (most recent call last):"
+
+// tracebackStarts matches the traceback header, also at the end of a
+// logged message ("Scheduler hit an exception: Traceback (most recent call last):").
+func tracebackStarts(s string) bool {
+	return strings.HasSuffix(strings.TrimRight(s, " "), tracebackHeaderText)
+}
+
+// exceptionLine matches "pkg.SomeError: message" / "SomeException: ..."
+// at the start of a line.
+func exceptionLine(s string) bool {
+	c := strings.Index(s, ": ")
+	if c <= 0 || c > 120 {
+		c = len(s)
+		if c > 120 || strings.IndexByte(s, ' ') >= 0 {
+			return false
+		}
+	}
+	name := s[:c]
+	if !strings.HasSuffix(name, "Error") && !strings.HasSuffix(name, "Exception") {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		if !(b == '.' || b == '_' || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')) {
+			return false
+		}
+	}
+	return true
+}
+
+func chainMarker(s string) bool {
+	return strings.HasPrefix(s, "During handling of the above exception, another exception occurred:") ||
+		strings.HasPrefix(s, "The above exception was the direct cause of the following exception:")
+}
+
+func blankLine(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != ' ' && s[i] != '\t' {
+			return false
+		}
+	}
+	return true
+}
