@@ -1,0 +1,222 @@
+package index
+
+import (
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/registry"
+)
+
+// LogAnalyzer is the name of the analyzer of the message field.
+//
+// Bleve's standard analyzer is wrong for logs: it keeps
+// `ray.exceptions.RayActorError` as one token (so `RayActorError` finds
+// nothing), it cannot find `192.168.200.12` from `192.168`, and it drops stop
+// words. The log tokenizer works like Elasticsearch's word_delimiter with
+// preserve_original: it cuts the text into chunks at white space and
+// brackets/quotes/commas, emits every chunk whole (`node:192.168.200.12`,
+// `ray_utils.py`) and, when a chunk has inner punctuation, also each of its
+// alphanumeric parts at consecutive positions, the first part sharing the
+// chunk's position. A phrase query over the parts (`192.168` → `192` `168`)
+// then matches any run of parts, and the whole chunk matches as typed.
+const LogAnalyzer = "faultline_log"
+
+// logTokenizerName is the tokenizer registered for LogAnalyzer.
+const logTokenizerName = "faultline_log"
+
+// maxWholeChunk bounds the length of a whole chunk token: longer chunks
+// (base64, long Python reprs) are only indexed by their parts, which keeps
+// the term dictionary small.
+const maxWholeChunk = 128
+
+// maxPartLen bounds single parts for the same reason.
+const maxPartLen = 64
+
+// The bleve registry is the only way to make a custom tokenizer known to
+// the query side of a mapping (match and phrase queries look analyzers up by
+// name), so this is the one piece of package-level registration.
+func init() {
+	if err := registry.RegisterTokenizer(logTokenizerName, func(map[string]interface{}, *registry.Cache) (analysis.Tokenizer, error) {
+		return logTokenizer{}, nil
+	}); err != nil {
+		panic(err)
+	}
+	if err := registry.RegisterAnalyzer(LogAnalyzer, func(map[string]interface{}, *registry.Cache) (analysis.Analyzer, error) {
+		return &analysis.DefaultAnalyzer{Tokenizer: logTokenizer{}}, nil
+	}); err != nil {
+		panic(err)
+	}
+}
+
+// logTokenizer lower-cases as it goes, so the analyzer needs no filter pass.
+type logTokenizer struct{}
+
+// isBreak reports whether r ends a chunk.
+func isBreak(r rune) bool {
+	if unicode.IsSpace(r) {
+		return true
+	}
+	switch r {
+	case '"', '\'', '`', '(', ')', '[', ']', '{', '}', '<', '>', ',', ';', '|', '!', '?', '*', '&', '^', '~', '$', '\\':
+		return true
+	}
+	return false
+}
+
+// isWord reports whether r belongs to a part.
+func isWord(r rune) bool {
+	return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') ||
+		r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r))
+}
+
+func (logTokenizer) Tokenize(input []byte) analysis.TokenStream {
+	// Rough capacity: one token per 5 bytes avoids most regrowth.
+	out := make(analysis.TokenStream, 0, len(input)/5+1)
+	pos := 1
+	i := 0
+	for i < len(input) {
+		r, w := utf8.DecodeRune(input[i:])
+		if isBreak(r) {
+			i += w
+			continue
+		}
+		start := i
+		for i < len(input) {
+			r, w = utf8.DecodeRune(input[i:])
+			if isBreak(r) {
+				break
+			}
+			i += w
+		}
+		pos = emitChunk(&out, input, start, i, pos)
+	}
+	return out
+}
+
+// emitChunk emits the tokens of input[start:end] from position pos and
+// returns the next free position.
+func emitChunk(out *analysis.TokenStream, input []byte, start, end, pos int) int {
+	// Leading and trailing punctuation is not part of the word:
+	// "failed." "host:" "=5" "/path" keep "failed" "host" "5" "path".
+	for start < end {
+		r, w := utf8.DecodeRune(input[start:])
+		if isWord(r) {
+			break
+		}
+		start += w
+	}
+	for end > start {
+		r, w := utf8.DecodeLastRune(input[start:end])
+		if isWord(r) {
+			break
+		}
+		end -= w
+	}
+	if start == end {
+		return pos
+	}
+	// Find the parts first: a chunk of one part is a single token.
+	type span struct{ s, e int }
+	var partsBuf [16]span
+	parts := partsBuf[:0]
+	for i := start; i < end; {
+		r, w := utf8.DecodeRune(input[i:])
+		if !isWord(r) {
+			i += w
+			continue
+		}
+		s := i
+		for i < end {
+			r, w = utf8.DecodeRune(input[i:])
+			if !isWord(r) {
+				break
+			}
+			i += w
+		}
+		parts = append(parts, span{s, i})
+	}
+	if len(parts) == 1 {
+		if end-start <= maxPartLen*4 {
+			*out = append(*out, token(input, start, end, pos))
+		}
+		return pos + 1
+	}
+	if end-start <= maxWholeChunk {
+		*out = append(*out, token(input, start, end, pos))
+	}
+	// Segments between '=', ':', '/' and '@' are tokens too, at the
+	// position of their first part: VLLM_HOST_IP=192.168.200.12 and
+	// enp1s0f0np0:192.168.200.13 then hold the address as a token, so a
+	// wildcard like 192.168.200.* or a term query on the address finds it.
+	segPos := pos
+	segStart, segParts := parts[0].s, 0
+	for i, p := range parts {
+		segParts++
+		last := i == len(parts)-1
+		if !last && !isSegmentBreak(input[p.e:parts[i+1].s]) {
+			continue
+		}
+		if segParts > 1 && (segStart != start || p.e != end) && p.e-segStart <= maxWholeChunk {
+			*out = append(*out, token(input, segStart, p.e, segPos))
+		}
+		if !last {
+			segPos += segParts
+			segStart, segParts = parts[i+1].s, 0
+		}
+	}
+	for _, p := range parts {
+		if p.e-p.s <= maxPartLen {
+			*out = append(*out, token(input, p.s, p.e, pos))
+		}
+		pos++
+	}
+	return pos
+}
+
+func token(input []byte, s, e, pos int) *analysis.Token {
+	return &analysis.Token{
+		Term:     lower(input[s:e]),
+		Start:    s,
+		End:      e,
+		Position: pos,
+		Type:     analysis.AlphaNumeric,
+	}
+}
+
+// lower returns a lower-cased copy; the ASCII path avoids the allocations
+// of bytes.ToLower's unicode handling on the common case.
+func lower(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c >= utf8.RuneSelf {
+			return []byte(string(bytesToLowerUnicode(b)))
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
+func bytesToLowerUnicode(b []byte) []rune {
+	rs := []rune(string(b))
+	for i, r := range rs {
+		rs[i] = unicode.ToLower(r)
+	}
+	return rs
+}
+
+// isSegmentBreak reports whether the punctuation between two parts
+// separates segments (key=value, host:port, path/elements, user@host).
+func isSegmentBreak(sep []byte) bool {
+	for _, c := range sep {
+		switch c {
+		case '=', ':', '/', '@':
+			return true
+		}
+	}
+	return false
+}

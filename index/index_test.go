@@ -1,0 +1,354 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/rule"
+)
+
+var t0 = time.Date(2026, 3, 14, 9, 26, 0, 0, time.UTC)
+
+// ev builds an event the way the parsers would, with a record ID derived
+// from node, file and offset.
+func ev(node, file string, line int, sec int, source, level, msg string) *parsers.Event {
+	off := int64(line * 100)
+	return &parsers.Event{
+		Record: parsers.Record{
+			ID: parsers.RecordID(node, file, off), Cluster: "spark", Node: node, Container: "vllm",
+			File: file, FileID: file, Offset: off, Line: line, Text: msg,
+		},
+		Time: t0.Add(time.Duration(sec) * time.Second), Source: source, Level: level, Message: msg,
+	}
+}
+
+// seedEvents resemble the seed scenario: two DGX Spark nodes, the head
+// registered under its management IP, vLLM asking for node:192.168.200.12.
+func seedEvents() []*parsers.Event {
+	evs := []*parsers.Event{
+		ev("spark-1", "ray.log", 1, 0, parsers.SourceRay, parsers.LevelInfo, "Starting Ray head at 10.1.230.180:6379"),
+		ev("spark-1", "ray.log", 2, 1, parsers.SourceRay, parsers.LevelInfo, "VLLM_HOST_IP=192.168.200.12 set for this node"),
+		ev("spark-1", "ray.log", 3, 5, parsers.SourceVLLM, parsers.LevelError,
+			"Error: No available node types can fulfill resource request {'node:192.168.200.12': 0.001, 'GPU': 1.0}. Add suitable node types to this cluster to resolve this issue."),
+		ev("spark-1", "ray.log", 4, 6, parsers.SourcePython, parsers.LevelError,
+			"ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task."),
+		ev("spark-1", "ray.log", 5, 7, parsers.SourceVLLM, parsers.LevelWarning,
+			"ray_utils.py:212 Waiting for creating a placement group of specs for 10 seconds."),
+		ev("spark-1", "ray.log", 6, 8, parsers.SourceOther, parsers.LevelInfo, "<script>alert(1)</script>"),
+		ev("spark-2", "worker.log", 1, 2, parsers.SourceRay, parsers.LevelInfo, "Connecting to GCS at 192.168.200.12:6379"),
+		ev("spark-2", "worker.log", 2, 3, parsers.SourceNCCL, parsers.LevelInfo,
+			"NCCL INFO NET/Socket : Using [0]enp1s0f0np0:192.168.200.13<0>"),
+		ev("spark-2", "worker.log", 3, 4, parsers.SourceNCCL, parsers.LevelWarning,
+			"NCCL WARN Bootstrap : no socket interface found, NCCL_SOCKET_IFNAME=enp1s0f0np0"),
+		ev("spark-2", "worker.log", 4, 9, parsers.SourceRay, parsers.LevelInfo, "the node 192.168.200.120 joined"),
+	}
+	evs[1].PID, evs[1].Process = 4242, "RayWorkerWrapper"
+	evs[1].IP = "192.168.200.12"
+	evs[7].Fields = map[string]string{"rank": "1", "interface": "enp1s0f0np0"}
+	return evs
+}
+
+func openTest(t testing.TB, opts Options) *Index {
+	t.Helper()
+	x, err := Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return x
+}
+
+func addAll(t testing.TB, x *Index, evs []*parsers.Event) {
+	t.Helper()
+	for _, e := range evs {
+		if err := x.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func lines(hs []Hit) []string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, fmt.Sprintf("%s:%d", h.Node, h.Line))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMappingTokens is the acceptance test of the mapping: every kind of
+// log token is found by a query as a user types it, and the near misses
+// that Bleve's defaults produce are gone.
+func TestMappingTokens(t *testing.T) {
+	x := openTest(t, Options{Shards: 3})
+	addAll(t, x, seedEvents())
+	cases := []struct {
+		q    string
+		want []string
+	}{
+		// An IP as written: the exact address only, not .120 or .13,
+		// plus the event whose Ray prefix carries it (ip field).
+		{"192.168.200.12", []string{"spark-1:2", "spark-1:3", "spark-2:1"}},
+		// A prefix of an IP by its parts.
+		{"192.168", []string{"spark-1:2", "spark-1:3", "spark-2:1", "spark-2:2", "spark-2:4"}},
+		{"192.168.200.*", []string{"spark-1:2", "spark-1:3", "spark-2:1", "spark-2:2", "spark-2:4"}},
+		// node:<ip> is text, not the node field.
+		{"node:192.168.200.12", []string{"spark-1:3"}},
+		{"'node:192.168.200.12'", []string{"spark-1:3"}},
+		// A file name and its stem.
+		{"ray_utils.py", []string{"spark-1:5"}},
+		{"ray_utils", []string{"spark-1:5"}},
+		{"ray_utils.py:212", []string{"spark-1:5"}},
+		// An NCCL interface, alone and inside name=value.
+		{"enp1s0f0np0", []string{"spark-2:2", "spark-2:3"}},
+		{"NCCL_SOCKET_IFNAME=enp1s0f0np0", []string{"spark-2:3"}},
+		{"NCCL_SOCKET_IFNAME", []string{"spark-2:3"}},
+		// The class name inside a dotted exception path, in any case.
+		{"RayActorError", []string{"spark-1:4"}},
+		{"rayactorerror", []string{"spark-1:4"}},
+		{"ray.exceptions.RayActorError", []string{"spark-1:4"}},
+		{"exceptions.RayActorError", []string{"spark-1:4"}},
+		// Stop words are kept.
+		{`"to this cluster"`, []string{"spark-1:3"}},
+		{"the", []string{"spark-1:4", "spark-2:4"}},
+		// AND by default, OR, NOT.
+		{"placement group", []string{"spark-1:5"}},
+		{"192.168.200.12 -GCS", []string{"spark-1:2", "spark-1:3"}},
+		{"RayActorError OR enp1s0f0np0", []string{"spark-1:4", "spark-2:2", "spark-2:3"}},
+		// Field filters.
+		{"node:spark-2 192.168.200.12", []string{"spark-2:1"}},
+		{"level:ERROR", []string{"spark-1:3", "spark-1:4"}},
+		{"source:nccl level:warning", []string{"spark-2:3"}},
+		{"pid:4242", []string{"spark-1:2"}},
+		{"process:RayWorkerWrapper", []string{"spark-1:2"}},
+		{"rank:>=1", []string{"spark-2:2"}},
+		{"fields:interface=enp1s0f0np0", []string{"spark-2:2"}},
+		{"ip:192.168.200.12", []string{"spark-1:2"}},
+		{"time:>=2026-03-14T09:26:08Z", []string{"spark-1:6", "spark-2:4"}},
+		// A quoted field expression is text.
+		{`"level:error"`, nil},
+		{"<script>", []string{"spark-1:6"}},
+		{"", []string{"spark-1:1", "spark-1:2", "spark-1:3", "spark-1:4", "spark-1:5", "spark-1:6",
+			"spark-2:1", "spark-2:2", "spark-2:3", "spark-2:4"}},
+	}
+	for _, c := range cases {
+		res, err := x.Search(context.Background(), Query{Text: c.q, Size: 100})
+		if err != nil {
+			t.Errorf("%q: %v", c.q, err)
+			continue
+		}
+		if got := lines(res.Hits); !slices.Equal(got, c.want) {
+			t.Errorf("search %q = %v, want %v", c.q, got, c.want)
+		}
+	}
+}
+
+func TestHighlightsMarkTheMatch(t *testing.T) {
+	x := openTest(t, Options{Shards: 2})
+	addAll(t, x, seedEvents())
+	for _, c := range []struct{ q, want string }{
+		{"RayActorError", "RayActorError"},
+		{"192.168.200.12", "192.168.200.12"},
+		{"ray_utils.py", "ray_utils.py"},
+		{"enp1s0f0np0", "enp1s0f0np0"},
+	} {
+		res, err := x.Search(context.Background(), Query{Text: c.q, Highlight: true, Size: 10})
+		if err != nil || len(res.Hits) == 0 {
+			t.Fatalf("%q: %v hits, err %v", c.q, len(res.Hits), err)
+		}
+		for _, h := range res.Hits {
+			if h.IP != "" && !strings.Contains(h.Message, c.want) {
+				continue // matched by the ip field only
+			}
+			if len(h.Highlights) == 0 {
+				t.Errorf("%q: no highlights on %q", c.q, h.Message)
+				continue
+			}
+			var marked []string
+			for _, r := range h.Highlights {
+				marked = append(marked, h.Message[r[0]:r[1]])
+			}
+			if !slices.Contains(marked, c.want) && !strings.Contains(strings.Join(marked, ""), strings.ReplaceAll(c.want, ".", "")) {
+				t.Errorf("%q: marked %q in %q", c.q, marked, h.Message)
+			}
+		}
+	}
+}
+
+func TestReindexDoesNotDuplicate(t *testing.T) {
+	dir := t.TempDir()
+	x, err := Open(dir, Options{Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addAll(t, x, seedEvents())
+	addAll(t, x, seedEvents())
+	if err := x.PutFindings([]rule.Finding{{ID: "f1", Title: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Reopen with another shard option: the stored count must win, or IDs
+	// would land in other shards and duplicate.
+	x, err = Open(dir, Options{Shards: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	addAll(t, x, seedEvents())
+	if err := x.PutFindings([]rule.Finding{{ID: "f1", Title: "b"}, {ID: "f2"}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := x.DocCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != uint64(len(seedEvents())) {
+		t.Errorf("doc count %d after indexing the same events 3 times, want %d", n, len(seedEvents()))
+	}
+	if st := x.Stats(); st.Shards != 2 {
+		t.Errorf("shards %d, want the 2 it was created with", st.Shards)
+	}
+	fs := x.Findings()
+	if len(fs) != 2 || fs[0].Title != "b" && fs[1].Title != "b" {
+		t.Errorf("findings after upsert: %+v", fs)
+	}
+}
+
+func TestSearchFiltersFacetsHistogram(t *testing.T) {
+	x := openTest(t, Options{Shards: 2})
+	addAll(t, x, seedEvents())
+	ctx := context.Background()
+	res, err := x.Search(ctx, Query{Text: "192.168.200.12", Facets: true, Histogram: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := res.Facets[FieldNode]
+	if len(nodes) != 2 {
+		t.Fatalf("node facet %v, want both nodes", nodes)
+	}
+	var sum int
+	for _, b := range res.Histogram {
+		sum += b.Count
+	}
+	if sum != int(res.Total) || len(res.Histogram) == 0 {
+		t.Errorf("histogram %v sums to %d, want %d", res.Histogram, sum, res.Total)
+	}
+	// Newest first by default.
+	if !slices.IsSortedFunc(res.Hits, func(a, b Hit) int { return b.Time.Compare(a.Time) }) {
+		t.Errorf("hits not newest first: %v", lines(res.Hits))
+	}
+	res, err = x.Search(ctx, Query{Text: "192.168.200.12", Nodes: []string{"spark-2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(res.Hits); !slices.Equal(got, []string{"spark-2:1"}) {
+		t.Errorf("node filter: %v", got)
+	}
+	res, err = x.Search(ctx, Query{Since: t0.Add(5 * time.Second), Until: t0.Add(7 * time.Second), Sort: "time"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(res.Hits); !slices.Equal(got, []string{"spark-1:3", "spark-1:4"}) {
+		t.Errorf("time range [5s,7s): %v", got)
+	}
+	res, err = x.Search(ctx, Query{Levels: []string{"ERROR"}, Sources: []string{"python"}})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Line != 4 {
+		t.Errorf("level+source filter: %v %v", lines(res.Hits), err)
+	}
+	// Paging.
+	p1, _ := x.Search(ctx, Query{Size: 3, Sort: "time"})
+	p2, _ := x.Search(ctx, Query{Size: 3, From: 3, Sort: "time"})
+	if len(p1.Hits) != 3 || len(p2.Hits) != 3 || p1.Hits[2].Time.After(p2.Hits[0].Time) || p1.Total != 10 {
+		t.Errorf("paging: %v / %v", lines(p1.Hits), lines(p2.Hits))
+	}
+}
+
+func TestHitFields(t *testing.T) {
+	x := openTest(t, Options{})
+	evs := seedEvents()
+	addAll(t, x, evs)
+	h, ok, err := x.Get(context.Background(), evs[7].ID)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	want := evs[7]
+	if h.Node != want.Node || h.File != want.File || h.Line != want.Line || !h.Time.Equal(want.Time) ||
+		h.Message != want.Message || h.Source != want.Source || h.Level != want.Level || h.Offset != want.Offset ||
+		h.Rank == nil || *h.Rank != 1 || h.Fields["interface"] != "enp1s0f0np0" || h.Container != "vllm" {
+		t.Errorf("hit %+v\nwant event %+v", h, want)
+	}
+}
+
+func TestContext(t *testing.T) {
+	x := openTest(t, Options{Shards: 3})
+	evs := seedEvents()
+	addAll(t, x, evs)
+	c, err := x.Context(context.Background(), evs[3].ID, 2) // spark-1 ray.log line 4
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, h := range c.Before {
+		got = append(got, h.Line)
+	}
+	got = append(got, -c.Hit.Line)
+	for _, h := range c.After {
+		got = append(got, h.Line)
+	}
+	if !slices.Equal(got, []int{2, 3, -4, 5, 6}) {
+		t.Errorf("context lines %v, want 2 3 [4] 5 6 from the same file", got)
+	}
+	if _, err := x.Context(context.Background(), "nope", 2); err == nil {
+		t.Error("context of an unknown ID: no error")
+	}
+}
+
+func TestParseQueryErrors(t *testing.T) {
+	for _, q := range []string{"pid:abc", "time:>yesterday-ish"} {
+		if _, err := ParseQuery(q); err == nil {
+			t.Errorf("ParseQuery(%q): no error", q)
+		}
+	}
+}
+
+func TestFlushByTime(t *testing.T) {
+	x := openTest(t, Options{Shards: 2, BatchSize: 1000, FlushInterval: 50 * time.Millisecond})
+	for _, e := range seedEvents() {
+		if err := x.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, _ := x.DocCount()
+		if n == uint64(len(seedEvents())) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d docs searchable 5s after Add without Flush", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestLogTokenizer(t *testing.T) {
+	var got []string
+	for _, tok := range (logTokenizer{}).Tokenize([]byte(`{'node:192.168.200.12': 0.001} failed.`)) {
+		got = append(got, fmt.Sprintf("%s@%d", tok.Term, tok.Position))
+	}
+	want := []string{"node:192.168.200.12@1", "192.168.200.12@2", "node@1", "192@2", "168@3", "200@4", "12@5",
+		"0.001@6", "0@6", "001@7", "failed@8"}
+	if !slices.Equal(got, want) {
+		t.Errorf("tokens\n got %v\nwant %v", got, want)
+	}
+}

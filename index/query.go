@@ -1,0 +1,363 @@
+package index
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// QuerySyntax documents the language ParseQuery accepts; the CLI help and
+// the web UI show it.
+const QuerySyntax = `Terms are matched in the log message exactly as typed, punctuation included:
+  192.168.200.12   node:192.168.200.12   ray_utils.py   enp1s0f0np0   RayActorError
+A term also matches as part of a longer token: 192.168 finds 192.168.200.12,
+RayActorError finds ray.exceptions.RayActorError. Case does not matter.
+  error timeout        all terms must match (AND)
+  a b OR c             either (a AND b) or c
+  -term  NOT term      exclude
+  "exact phrase"       words in this order
+  ray*  192.168.*      wildcards (* any run, ? one character)
+  NCCL~1               fuzzy (edit distance 1 or 2)
+  /regexp/             regular expression over one token
+Field filters (exact value): node:spark-1 container:vllm source:nccl level:error
+  component:ray_utils.py process:RayWorkerWrapper cause:... cluster:... file:... ip:...
+  fields:interface=enp1s0f0np0 (source-specific fields as name=value)
+  pid:1234 rank:>0 line:<=100   time:>2026-01-02T15:04:05Z
+node: followed by an IP address is the Ray resource text node:<ip>, not a node filter.
+Quote a term to search it literally: "level:error" finds that text in messages.`
+
+// fieldKinds are the fields a query may name.
+var fieldKinds = func() map[string]string {
+	m := map[string]string{FieldMessage: "text", "msg": "text", FieldTime: "time"}
+	for _, f := range keywordFields {
+		m[f] = "keyword"
+	}
+	for _, f := range numericFields {
+		m[f] = "number"
+	}
+	return m
+}()
+
+// lowerCaseFields hold normalised lower-case values, so a typed
+// level:ERROR still matches.
+var lowerCaseFields = map[string]bool{FieldLevel: true, FieldSource: true, FieldStream: true}
+
+// ParseQuery turns what a user types into a Bleve query over the message
+// and the event fields. An empty query matches everything. See QuerySyntax.
+func ParseQuery(s string) (query.Query, error) {
+	toks := splitQuery(s)
+	var alts [][]string
+	cur := []string{}
+	for _, t := range toks {
+		if t == "OR" || t == "||" {
+			alts = append(alts, cur)
+			cur = []string{}
+			continue
+		}
+		cur = append(cur, t)
+	}
+	alts = append(alts, cur)
+
+	var groups []query.Query
+	for _, alt := range alts {
+		b := bleve.NewBooleanQuery()
+		nMust := 0
+		negate := false
+		for _, t := range alt {
+			if t == "NOT" || t == "AND" || t == "&&" {
+				negate = t == "NOT"
+				continue
+			}
+			neg := negate
+			negate = false
+			switch {
+			case len(t) > 1 && t[0] == '-':
+				neg, t = true, t[1:]
+			case len(t) > 1 && t[0] == '+':
+				t = t[1:]
+			}
+			q, err := parseClause(t)
+			if err != nil {
+				return nil, err
+			}
+			if q == nil {
+				continue
+			}
+			if neg {
+				b.AddMustNot(q)
+			} else {
+				b.AddMust(q)
+				nMust++
+			}
+		}
+		if nMust == 0 {
+			// Only exclusions (or nothing): exclude from everything.
+			b.AddMust(bleve.NewMatchAllQuery())
+		}
+		groups = append(groups, b)
+	}
+	if len(groups) == 1 {
+		return groups[0], nil
+	}
+	return bleve.NewDisjunctionQuery(groups...), nil
+}
+
+// splitQuery splits at white space outside double quotes; quotes are kept
+// so that parseClause can tell a phrase from a term.
+func splitQuery(s string) []string {
+	var out []string
+	var b strings.Builder
+	inQuote := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && inQuote && i+1 < len(s):
+			b.WriteByte(c)
+			b.WriteByte(s[i+1])
+			i++
+		case c == '"':
+			inQuote = !inQuote
+			b.WriteByte(c)
+		case !inQuote && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			if b.Len() > 0 {
+				out = append(out, b.String())
+				b.Reset()
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if b.Len() > 0 {
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// unquote strips surrounding double quotes and backslash escapes; an
+// unterminated quote runs to the end.
+func unquote(s string) (string, bool) {
+	if len(s) == 0 || s[0] != '"' {
+		return s, false
+	}
+	s = s[1:]
+	if strings.HasSuffix(s, `"`) && !strings.HasSuffix(s, `\"`) {
+		s = s[:len(s)-1]
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String(), true
+}
+
+// isIPValue reports whether v is an IP address, optionally with a port.
+func isIPValue(v string) bool {
+	if _, err := netip.ParseAddr(v); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddrPort(v)
+	return err == nil
+}
+
+func parseClause(t string) (query.Query, error) {
+	if t == "" {
+		return nil, nil
+	}
+	if t == "*" {
+		return bleve.NewMatchAllQuery(), nil
+	}
+	if t[0] != '"' {
+		if name, val, ok := strings.Cut(t, ":"); ok && val != "" {
+			field := strings.ToLower(name)
+			kind, known := fieldKinds[field]
+			// node:<ip> is how Ray names a node resource in its messages
+			// (the seed's placement-group error), never a node filter.
+			if known && !(field == FieldNode && isIPValue(strings.Trim(val, `"`))) {
+				return fieldClause(field, kind, val)
+			}
+		}
+	}
+	return textClause(FieldMessage, t)
+}
+
+// textClause searches the message for what the user typed.
+func textClause(field, t string) (query.Query, error) {
+	if s, quoted := unquote(t); quoted {
+		if strings.TrimSpace(s) == "" {
+			return nil, nil
+		}
+		q := bleve.NewMatchPhraseQuery(s)
+		q.SetField(field)
+		return q, nil
+	}
+	if len(t) > 2 && t[0] == '/' && t[len(t)-1] == '/' {
+		q := bleve.NewRegexpQuery(t[1 : len(t)-1])
+		q.SetField(field)
+		return q, nil
+	}
+	if strings.ContainsAny(t, "*?") {
+		q := bleve.NewWildcardQuery(strings.ToLower(t))
+		q.SetField(field)
+		return q, nil
+	}
+	if i := strings.LastIndexByte(t, '~'); i > 0 {
+		if d, err := strconv.Atoi(t[i+1:]); err == nil || i == len(t)-1 {
+			if i == len(t)-1 {
+				d = 1
+			}
+			q := bleve.NewFuzzyQuery(strings.ToLower(t[:i]))
+			q.SetFuzziness(min(max(d, 1), 2))
+			q.SetField(field)
+			return q, nil
+		}
+	}
+	toks := logTokenizer{}.Tokenize([]byte(t))
+	if len(toks) == 0 {
+		return nil, nil
+	}
+	var q query.Query
+	if len(toks) == 1 {
+		tq := bleve.NewTermQuery(string(toks[0].Term))
+		tq.SetField(field)
+		q = tq
+	} else {
+		// Several tokens: the whole chunk and its parts, as a phrase, so that
+		// 192.168 matches the parts 192 168 of 192.168.200.12 in order.
+		pq := bleve.NewMatchPhraseQuery(t)
+		pq.SetField(field)
+		q = pq
+	}
+	if field == FieldMessage && isIPValue(t) {
+		// An address is also in the Ray prefix's ip= field.
+		iq := bleve.NewTermQuery(t)
+		iq.SetField(FieldIP)
+		q = bleve.NewDisjunctionQuery(q, iq)
+	}
+	return q, nil
+}
+
+func fieldClause(field, kind, val string) (query.Query, error) {
+	switch kind {
+	case "text":
+		return textClause(FieldMessage, val)
+	case "keyword":
+		v, quoted := unquote(val)
+		if lowerCaseFields[field] {
+			v = strings.ToLower(v)
+		}
+		if !quoted && strings.ContainsAny(v, "*?") {
+			q := bleve.NewWildcardQuery(v)
+			q.SetField(field)
+			return q, nil
+		}
+		q := bleve.NewTermQuery(v)
+		q.SetField(field)
+		return q, nil
+	case "number":
+		op, v := splitOp(val)
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, fmt.Errorf("query: %s:%s: %q is not a number", field, val, v)
+		}
+		var lo, hi *float64
+		var loIn, hiIn *bool
+		t, f := true, false
+		switch op {
+		case ">":
+			lo, loIn = &n, &f
+		case ">=":
+			lo, loIn = &n, &t
+		case "<":
+			hi, hiIn = &n, &f
+		case "<=":
+			hi, hiIn = &n, &t
+		default:
+			lo, hi, loIn, hiIn = &n, &n, &t, &t
+		}
+		q := bleve.NewNumericRangeInclusiveQuery(lo, hi, loIn, hiIn)
+		q.SetField(field)
+		return q, nil
+	case "time":
+		op, v := splitOp(val)
+		v, _ = unquote(v)
+		ts, err := ParseTime(v, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("query: %s:%s: %w", field, val, err)
+		}
+		var lo, hi time.Time
+		t, f := true, false
+		loIn, hiIn := &t, &f
+		switch op {
+		case ">":
+			lo, loIn = ts.Add(time.Nanosecond), &t
+		case ">=":
+			lo = ts
+		case "<":
+			hi = ts
+		case "<=":
+			hi, hiIn = ts, &t
+		default:
+			// A bare time matches its whole second (the precision people type).
+			lo, hi = ts, ts.Add(time.Second)
+		}
+		q := bleve.NewDateRangeInclusiveQuery(lo, hi, loIn, hiIn)
+		q.SetField(FieldTime)
+		return q, nil
+	}
+	return nil, fmt.Errorf("query: unknown field %q", field)
+}
+
+func splitOp(v string) (string, string) {
+	for _, op := range []string{">=", "<=", ">", "<"} {
+		if strings.HasPrefix(v, op) {
+			return op, v[len(op):]
+		}
+	}
+	return "", v
+}
+
+// timeLayouts are the forms ParseTime accepts besides durations.
+var timeLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02 15:04:05",
+	"2006-01-02T15:04",
+	"2006-01-02 15:04",
+	"2006-01-02",
+}
+
+// ParseTime accepts RFC 3339 and the usual shorter forms (read as UTC
+// when they carry no zone), or a duration meaning that long before now
+// ("10m", "2h").
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("bad time %q (want RFC 3339 like 2026-01-02T15:04:05Z, 2026-01-02 15:04, or a duration like 10m)", s)
+}
+
+// KnownFields lists the fields a query may name, for help and validation.
+func KnownFields() []string {
+	var out []string
+	for f := range fieldKinds {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
+}

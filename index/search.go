@@ -1,0 +1,473 @@
+package index
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// Query is a search: what the user typed plus structured filters.
+type Query struct {
+	Text string `json:"q"` // see QuerySyntax; empty matches everything
+	// Filters: values of one field are OR-ed, fields are AND-ed.
+	Nodes      []string  `json:"node,omitempty"`
+	Containers []string  `json:"container,omitempty"`
+	Sources    []string  `json:"source,omitempty"`
+	Levels     []string  `json:"level,omitempty"`
+	Files      []string  `json:"file,omitempty"`
+	Since      time.Time `json:"since,omitzero"` // inclusive
+	Until      time.Time `json:"until,omitzero"` // exclusive
+	From       int       `json:"from,omitempty"`
+	Size       int       `json:"size,omitempty"` // default 50, at most 10000
+	// Sort: "-time" (newest first, the default), "time", or "score".
+	Sort string `json:"sort,omitempty"`
+	// Facets asks for term counts of node, container, source and level.
+	Facets bool `json:"facets,omitempty"`
+	// Histogram asks for this many time buckets over [Since, Until), or
+	// over the whole index's time span when those are unset.
+	Histogram int  `json:"histogram,omitempty"`
+	Highlight bool `json:"highlight,omitempty"`
+}
+
+// Hit is one event found.
+type Hit struct {
+	ID        string            `json:"id"`
+	Time      time.Time         `json:"time,omitzero"`
+	Cluster   string            `json:"cluster,omitempty"`
+	Node      string            `json:"node"`
+	Container string            `json:"container,omitempty"`
+	File      string            `json:"file"`
+	Line      int               `json:"line"`
+	Lines     int               `json:"lines,omitempty"`
+	Offset    int64             `json:"offset"`
+	Stream    string            `json:"stream,omitempty"`
+	Source    string            `json:"source"`
+	Level     string            `json:"level,omitempty"`
+	Component string            `json:"component,omitempty"`
+	Process   string            `json:"process,omitempty"`
+	PID       int               `json:"pid,omitempty"`
+	Rank      *int              `json:"rank,omitempty"`
+	IP        string            `json:"ip,omitempty"`
+	Cause     string            `json:"cause,omitempty"`
+	Fields    map[string]string `json:"fields,omitempty"`
+	Message   string            `json:"message"`
+	// Highlights are the matched ranges of Message as [start, end) byte
+	// offsets, sorted and non-overlapping. Clients render them as marks
+	// around text nodes; no HTML ever comes from the index.
+	Highlights [][2]int `json:"highlights,omitempty"`
+	Score      float64  `json:"score,omitempty"`
+}
+
+// FacetTerm is a value of a facet field and how many hits have it.
+type FacetTerm struct {
+	Term  string `json:"term"`
+	Count int    `json:"count"`
+}
+
+// Bucket is one bar of the time histogram: [Start, End).
+type Bucket struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Count int       `json:"count"`
+}
+
+// Result is the answer to a Query.
+type Result struct {
+	Total     uint64                 `json:"total"`
+	Took      time.Duration          `json:"took_ns"`
+	Hits      []Hit                  `json:"hits"`
+	Facets    map[string][]FacetTerm `json:"facets,omitempty"`
+	Histogram []Bucket               `json:"histogram,omitempty"`
+	// Errors of shards that failed; the other shards' hits are still there.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// FacetFields are the fields Query.Facets counts.
+var FacetFields = []string{FieldNode, FieldContainer, FieldSource, FieldLevel}
+
+// storedFields are loaded for each hit.
+var storedFields = []string{FieldTime, FieldCluster, FieldNode, FieldContainer, FieldFile, FieldFileID, FieldLine,
+	FieldLines, FieldOffset, FieldStream, FieldSource, FieldLevel, FieldComponent, FieldProcess, FieldPID, FieldRank,
+	FieldIP, FieldCause, FieldFields, FieldMessage}
+
+// BuildQuery returns the Bleve query of q: the parsed text with the
+// filters as non-scoring clauses.
+func BuildQuery(q Query) (query.Query, error) {
+	text, err := ParseQuery(q.Text)
+	if err != nil {
+		return nil, err
+	}
+	b := bleve.NewBooleanQuery()
+	b.AddMust(text)
+	// BooleanQuery holds a single filter, so the filters are AND-ed here.
+	var filters []query.Query
+	addTerms := func(field string, vals []string) {
+		var qs []query.Query
+		for _, v := range vals {
+			if v == "" {
+				continue
+			}
+			if lowerCaseFields[field] {
+				v = strings.ToLower(v)
+			}
+			t := bleve.NewTermQuery(v)
+			t.SetField(field)
+			qs = append(qs, t)
+		}
+		if len(qs) > 0 {
+			filters = append(filters, bleve.NewDisjunctionQuery(qs...))
+		}
+	}
+	addTerms(FieldNode, q.Nodes)
+	addTerms(FieldContainer, q.Containers)
+	addTerms(FieldSource, q.Sources)
+	addTerms(FieldLevel, q.Levels)
+	addTerms(FieldFile, q.Files)
+	if !q.Since.IsZero() || !q.Until.IsZero() {
+		t, f := true, false
+		r := bleve.NewDateRangeInclusiveQuery(q.Since, q.Until, &t, &f)
+		r.SetField(FieldTime)
+		filters = append(filters, r)
+	}
+	if len(filters) > 0 {
+		b.AddFilter(bleve.NewConjunctionQuery(filters...))
+	}
+	return b, nil
+}
+
+// Search runs q over all shards.
+func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
+	start := time.Now()
+	bq, err := BuildQuery(q)
+	if err != nil {
+		return Result{}, err
+	}
+	size := q.Size
+	if size <= 0 {
+		size = 50
+	}
+	size = min(size, 10000)
+	req := bleve.NewSearchRequestOptions(bq, size, max(q.From, 0), false)
+	req.Fields = storedFields
+	switch q.Sort {
+	case "", "-time":
+		req.SortBy([]string{"-" + FieldTime, "_id"})
+	case "time":
+		req.SortBy([]string{FieldTime, "_id"})
+	case "score":
+		req.SortBy([]string{"-_score", "-" + FieldTime})
+	default:
+		return Result{}, fmt.Errorf("search: bad sort %q (want -time, time or score)", q.Sort)
+	}
+	req.IncludeLocations = q.Highlight
+	if q.Facets {
+		for _, f := range FacetFields {
+			req.AddFacet(f, bleve.NewFacetRequest(f, 50))
+		}
+	}
+	var buckets []Bucket
+	if q.Histogram > 0 {
+		lo, hi := q.Since, q.Until
+		if lo.IsZero() || hi.IsZero() {
+			blo, bhi, err := x.Bounds(ctx)
+			if err != nil {
+				return Result{}, err
+			}
+			if lo.IsZero() {
+				lo = blo
+			}
+			if hi.IsZero() {
+				hi = bhi.Add(time.Nanosecond)
+			}
+		}
+		buckets = makeBuckets(lo, hi, q.Histogram)
+		if len(buckets) > 0 {
+			fr := bleve.NewFacetRequest(FieldTime, len(buckets))
+			for i, b := range buckets {
+				fr.AddDateTimeRange(strconv.Itoa(i), b.Start, b.End)
+			}
+			req.AddFacet("_histogram", fr)
+		}
+	}
+	sr, err := x.alias.SearchInContext(ctx, req)
+	if err != nil {
+		return Result{}, fmt.Errorf("search: %w", err)
+	}
+	res := Result{Total: sr.Total, Hits: make([]Hit, 0, len(sr.Hits))}
+	for _, dm := range sr.Hits {
+		h := hitFromMatch(dm)
+		if q.Highlight {
+			h.Highlights = highlights(dm, h.Message)
+		}
+		res.Hits = append(res.Hits, h)
+	}
+	for f, fr := range sr.Facets {
+		if f == "_histogram" {
+			for _, dr := range fr.DateRanges {
+				if i, err := strconv.Atoi(dr.Name); err == nil && i >= 0 && i < len(buckets) {
+					buckets[i].Count = dr.Count
+				}
+			}
+			continue
+		}
+		if res.Facets == nil {
+			res.Facets = map[string][]FacetTerm{}
+		}
+		terms := []FacetTerm{}
+		for _, t := range fr.Terms.Terms() {
+			terms = append(terms, FacetTerm{Term: t.Term, Count: t.Count})
+		}
+		res.Facets[f] = terms
+	}
+	res.Histogram = buckets
+	if sr.Status != nil {
+		for name, err := range sr.Status.Errors {
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", name, err))
+		}
+	}
+	res.Took = time.Since(start)
+	return res, nil
+}
+
+// makeBuckets splits [lo, hi) into n buckets of a round width.
+func makeBuckets(lo, hi time.Time, n int) []Bucket {
+	if lo.IsZero() || hi.IsZero() || !hi.After(lo) || n <= 0 {
+		return nil
+	}
+	n = min(n, 500)
+	w := hi.Sub(lo) / time.Duration(n)
+	// Round the width up to a step people read easily.
+	for _, s := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond, time.Second,
+		5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute, 10 * time.Minute,
+		30 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour} {
+		if w <= s {
+			w = s
+			break
+		}
+	}
+	start := lo.Truncate(w)
+	var out []Bucket
+	for t := start; t.Before(hi) && len(out) < 1000; t = t.Add(w) {
+		out = append(out, Bucket{Start: t, End: t.Add(w)})
+	}
+	return out
+}
+
+// Bounds returns the times of the oldest and newest events.
+func (x *Index) Bounds(ctx context.Context) (lo, hi time.Time, err error) {
+	one := func(sort string) (time.Time, error) {
+		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 1, 0, false)
+		req.Fields = []string{FieldTime}
+		req.SortBy([]string{sort})
+		sr, err := x.alias.SearchInContext(ctx, req)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("index time bounds: %w", err)
+		}
+		for _, dm := range sr.Hits {
+			if t := fieldTime(dm.Fields[FieldTime]); !t.IsZero() {
+				return t, nil
+			}
+		}
+		return time.Time{}, nil
+	}
+	if lo, err = one(FieldTime); err != nil {
+		return
+	}
+	hi, err = one("-" + FieldTime)
+	return
+}
+
+// Get returns one event by ID.
+func (x *Index) Get(ctx context.Context, id string) (Hit, bool, error) {
+	req := bleve.NewSearchRequestOptions(bleve.NewDocIDQuery([]string{id}), 1, 0, false)
+	req.Fields = storedFields
+	sr, err := x.alias.SearchInContext(ctx, req)
+	if err != nil {
+		return Hit{}, false, fmt.Errorf("get %s: %w", id, err)
+	}
+	if len(sr.Hits) == 0 {
+		return Hit{}, false, nil
+	}
+	return hitFromMatch(sr.Hits[0]), true, nil
+}
+
+// Context is an event with the records around it in the same file.
+type Context struct {
+	Hit    Hit   `json:"hit"`
+	Before []Hit `json:"before"` // oldest first
+	After  []Hit `json:"after"`
+}
+
+// Context returns the n records before and after the event id in its file
+// (same node and file identity), in file order: grep -C for records.
+func (x *Index) Context(ctx context.Context, id string, n int) (Context, error) {
+	h, ok, err := x.Get(ctx, id)
+	if err != nil {
+		return Context{}, err
+	}
+	if !ok {
+		return Context{}, fmt.Errorf("context: %w: %s", ErrNotFound, id)
+	}
+	c := Context{Hit: h, Before: []Hit{}, After: []Hit{}}
+	if n <= 0 {
+		return c, nil
+	}
+	n = min(n, 1000)
+	sameFile := func() *query.BooleanQuery {
+		b := bleve.NewBooleanQuery()
+		nq := bleve.NewTermQuery(h.Node)
+		nq.SetField(FieldNode)
+		b.AddMust(nq)
+		fq := bleve.NewTermQuery(h.File)
+		fq.SetField(FieldFile)
+		b.AddMust(fq)
+		return b
+	}
+	line := float64(h.Line)
+	f := false
+	side := func(lo, hi *float64, sort string) ([]Hit, error) {
+		b := sameFile()
+		r := bleve.NewNumericRangeInclusiveQuery(lo, hi, &f, &f)
+		r.SetField(FieldLine)
+		b.AddMust(r)
+		req := bleve.NewSearchRequestOptions(b, n, 0, false)
+		req.Fields = storedFields
+		req.SortBy([]string{sort})
+		sr, err := x.alias.SearchInContext(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("context of %s: %w", id, err)
+		}
+		out := make([]Hit, 0, len(sr.Hits))
+		for _, dm := range sr.Hits {
+			out = append(out, hitFromMatch(dm))
+		}
+		return out, nil
+	}
+	if c.Before, err = side(nil, &line, "-"+FieldLine); err != nil {
+		return Context{}, err
+	}
+	slices.Reverse(c.Before)
+	if c.After, err = side(&line, nil, FieldLine); err != nil {
+		return Context{}, err
+	}
+	return c, nil
+}
+
+// ErrNotFound is returned for an unknown event ID.
+var ErrNotFound = fmt.Errorf("not found")
+
+func hitFromMatch(dm *search.DocumentMatch) Hit {
+	f := dm.Fields
+	s := func(name string) string {
+		v, _ := f[name].(string)
+		return v
+	}
+	num := func(name string) (float64, bool) {
+		v, ok := f[name].(float64)
+		return v, ok
+	}
+	h := Hit{
+		ID: dm.ID, Time: fieldTime(f[FieldTime]), Cluster: s(FieldCluster), Node: s(FieldNode),
+		Container: s(FieldContainer), File: s(FieldFile), Stream: s(FieldStream), Source: s(FieldSource),
+		Level: s(FieldLevel), Component: s(FieldComponent), Process: s(FieldProcess), IP: s(FieldIP),
+		Cause: s(FieldCause), Message: s(FieldMessage), Score: dm.Score,
+	}
+	if v, ok := num(FieldLine); ok {
+		h.Line = int(v)
+	}
+	if v, ok := num(FieldLines); ok {
+		h.Lines = int(v)
+	}
+	if v, ok := num(FieldOffset); ok {
+		h.Offset = int64(v)
+	}
+	if v, ok := num(FieldPID); ok {
+		h.PID = int(v)
+	}
+	if v, ok := num(FieldRank); ok {
+		r := int(v)
+		h.Rank = &r
+	}
+	addField := func(kv string) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if h.Fields == nil {
+				h.Fields = map[string]string{}
+			}
+			h.Fields[k] = v
+		}
+	}
+	switch v := f[FieldFields].(type) {
+	case string:
+		addField(v)
+	case []interface{}:
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				addField(s)
+			}
+		}
+	}
+	return h
+}
+
+// fieldTime decodes a stored time (unix_nano layout gives a decimal string).
+func fieldTime(v interface{}) time.Time {
+	s, ok := v.(string)
+	if !ok {
+		return time.Time{}
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Unix(0, n).UTC()
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t
+	}
+	return time.Time{}
+}
+
+// highlights merges the message locations of a hit into sorted,
+// non-overlapping ranges: a whole chunk and its parts overlap, and parts
+// matched by a phrase (ray, utils, py) read better as one mark when only
+// punctuation separates them (ray_utils.py).
+func highlights(dm *search.DocumentMatch, msg string) [][2]int {
+	var rs [][2]int
+	for _, locs := range dm.Locations[FieldMessage] {
+		for _, l := range locs {
+			rs = append(rs, [2]int{int(l.Start), int(l.End)})
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	slices.SortFunc(rs, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(b[1], a[1])) })
+	out := rs[:1]
+	for _, r := range rs[1:] {
+		last := &out[len(out)-1]
+		if r[0] <= last[1] || r[0] <= len(msg) && onlyPunct(msg[last[1]:r[0]]) {
+			last[1] = max(last[1], r[1])
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// onlyPunct reports whether s is a short run of punctuation inside a chunk.
+func onlyPunct(s string) bool {
+	if len(s) == 0 || len(s) > 2 {
+		return false
+	}
+	for _, r := range s {
+		if isWord(r) || isBreak(r) {
+			return false
+		}
+	}
+	return true
+}
