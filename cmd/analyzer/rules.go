@@ -3,9 +3,160 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/rule/ruletest"
+	"github.com/faultline/faultline/rules"
 )
 
 func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("rules: not implemented yet")
+	fs := pflag.NewFlagSet("rules", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: analyzer rules lint|test [flags] [DIR ...]\n\n"+
+			"lint: check rule files (schema, regexes, expressions, templates, ids, causes).\n"+
+			"test: run the fixtures (*.test.yaml) beside the rules.\n"+
+			"Without DIR, the built-in pack embedded in the binary is used.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	verbose := fs.BoolP("verbose", "v", false, "test: list passing cases too")
+	withBuiltin := fs.Bool("with-builtin", false, "test: run DIR's fixtures against the built-in pack plus DIR's rules")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return usageError("%v", err)
+	}
+	if fs.NArg() < 1 {
+		fs.Usage()
+		return usageError("missing lint or test")
+	}
+	dirs := fs.Args()[1:]
+	switch fs.Arg(0) {
+	case "lint":
+		return lintRules(dirs, stdout, stderr)
+	case "test":
+		return testRules(ctx, dirs, *withBuiltin, *verbose, stdout, stderr)
+	}
+	return usageError("unknown rules subcommand %q (want lint or test)", fs.Arg(0))
+}
+
+func loadForLint(dir string) ([]*rule.Rule, error) {
+	if dir == "" {
+		return rule.LoadBuiltin()
+	}
+	return rule.LoadDir(dir)
+}
+
+func lintRules(dirs []string, stdout, stderr io.Writer) error {
+	if len(dirs) == 0 {
+		dirs = []string{""}
+	}
+	bad := 0
+	total := 0
+	for _, d := range dirs {
+		rs, err := loadForLint(d)
+		total += len(rs)
+		var le *rule.LoadError
+		if errors.As(err, &le) {
+			for _, p := range le.Problems {
+				fmt.Fprintln(stderr, p.String())
+			}
+			bad += len(le.Problems)
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "%v\n", err)
+			bad++
+		}
+	}
+	if bad > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d problem(s)", bad)}
+	}
+	fmt.Fprintf(stdout, "%d rules OK\n", total)
+	return nil
+}
+
+func testRules(ctx context.Context, dirs []string, withBuiltin, verbose bool, stdout, stderr io.Writer) error {
+	var results []ruletest.Result
+	if len(dirs) == 0 {
+		rs, err := rule.LoadBuiltin()
+		if err != nil {
+			return usageError("%v", err)
+		}
+		results, err = ruletest.RunFS(ctx, rules.FS, ".", "rules", rs)
+		if err != nil {
+			return usageError("%v", err)
+		}
+	}
+	for _, d := range dirs {
+		rs, err := rule.LoadDir(d)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		if withBuiltin {
+			b, err := rule.LoadBuiltin()
+			if err != nil {
+				return usageError("%v", err)
+			}
+			rs = rule.Merge(b, rs)
+		}
+		if _, err := os.Stat(d); err != nil {
+			return usageError("%v", err)
+		}
+		r, err := ruletest.RunDir(ctx, d, rs)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		results = append(results, r...)
+	}
+	failed := 0
+	for _, r := range results {
+		if r.Passed() {
+			if verbose {
+				fmt.Fprintf(stdout, "PASS  %s: %s\n", r.File, r.Name)
+			}
+			continue
+		}
+		failed++
+		fmt.Fprintf(stdout, "FAIL  %s: %s\n", r.File, r.Name)
+		for _, f := range r.Failures {
+			fmt.Fprintf(stdout, "  - %s\n", f)
+		}
+		fmt.Fprintln(stdout, "  got:")
+		if len(r.Got) == 0 {
+			fmt.Fprintln(stdout, "    (no findings)")
+		}
+		for _, g := range r.Got {
+			fmt.Fprintf(stdout, "    + %s [%s, %s, %s] facts: %s\n", g.Rule, g.Severity, g.Confidence, g.Status, factsLine(g.Facts))
+		}
+	}
+	fmt.Fprintf(stdout, "%d passed, %d failed\n", len(results)-failed, failed)
+	if failed > 0 {
+		return &exitError{code: 1}
+	}
+	if len(results) == 0 {
+		return usageError("no fixtures (*.test.yaml) found")
+	}
+	return nil
+}
+
+func factsLine(facts map[string][]string) string {
+	keys := make([]string, 0, len(facts))
+	for k := range facts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + strings.Join(facts[k], ",")
+	}
+	return strings.Join(parts, " ")
 }

@@ -1,0 +1,361 @@
+// Package pipeline is the offline front half of Faultline: it expands the
+// user's NODE=PATH arguments into files, frames, joins and parses each file
+// with package parsers, and hands the events of all files to a function in
+// time order, so that the rule engine sees the launch as it happened, just as
+// it does live.
+package pipeline
+
+import (
+	"bytes"
+	"compress/gzip"
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/parsers"
+)
+
+// Input is one argument: a file or folder, and the node it belongs to
+// ("" = derive it from the path).
+type Input struct {
+	Node string
+	Path string
+}
+
+// ParseArgs turns "NODE=PATH" and "PATH" arguments into inputs.
+func ParseArgs(args []string) ([]Input, error) {
+	if len(args) == 0 {
+		return nil, errors.New("no input: give log files or folders (PATH or NODE=PATH)")
+	}
+	out := make([]Input, 0, len(args))
+	for _, a := range args {
+		in := Input{Path: a}
+		// NODE=PATH, unless the whole argument is an existing path that
+		// happens to contain '='.
+		if i := strings.IndexByte(a, '='); i > 0 {
+			if _, err := os.Stat(a); err != nil {
+				in = Input{Node: a[:i], Path: a[i+1:]}
+			}
+		}
+		if in.Path == "" {
+			return nil, fmt.Errorf("%q: empty path", a)
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// File is one log file to read, with its labels.
+type File struct {
+	Path      string
+	Node      string
+	Container string
+	// Data, when not nil, is the file's content (rule fixtures give log
+	// lines inline); Path is then only a label.
+	Data []byte
+}
+
+// skipExt are files found in collected-log folders that are not logs.
+var skipExt = map[string]bool{".md": true, ".json": true, ".yaml": true, ".yml": true, ".png": true, ".jpg": true, ".tar": true, ".zip": true}
+
+// Expand lists the files of the inputs. A folder given without NODE= is a
+// bundle: each subfolder is a node (spark-1/, spark-2/), and files directly
+// inside it belong to a node named after the folder. A file given without
+// NODE= is a node named after the file.
+func Expand(inputs []Input) ([]File, error) {
+	var out []File
+	for _, in := range inputs {
+		st, err := os.Stat(in.Path)
+		if err != nil {
+			return nil, fmt.Errorf("input %s: %w", in.Path, err)
+		}
+		if !st.IsDir() {
+			node := in.Node
+			if node == "" {
+				node = nodeFromFile(in.Path)
+			}
+			out = append(out, File{Path: in.Path, Node: node, Container: containerOf(in.Path)})
+			continue
+		}
+		root := filepath.Clean(in.Path)
+		var files []File
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return fmt.Errorf("walk %s: %w", p, err)
+			}
+			name := d.Name()
+			if p != root && strings.HasPrefix(name, ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() || !d.Type().IsRegular() || skipExt[strings.ToLower(filepath.Ext(name))] {
+				return nil
+			}
+			node := in.Node
+			if node == "" {
+				rel, _ := filepath.Rel(root, p)
+				if i := strings.IndexByte(rel, filepath.Separator); i > 0 {
+					node = rel[:i]
+				} else {
+					node = filepath.Base(root)
+				}
+			}
+			files = append(files, File{Path: p, Node: node, Container: containerOf(p)})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("input %s: no log files in this folder", in.Path)
+		}
+		out = append(out, files...)
+	}
+	return out, nil
+}
+
+func nodeFromFile(p string) string {
+	base := filepath.Base(p)
+	for _, ext := range []string{".gz", ".log", ".out", ".err", ".txt"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	base = strings.TrimSuffix(base, "-json")
+	if base == "" {
+		return "node"
+	}
+	return base
+}
+
+// containerOf names the container a Docker json-file log belongs to: from
+// config.v2.json beside it (Docker's data root), else from a
+// "<name>-json.log" file name.
+func containerOf(p string) string {
+	base := filepath.Base(p)
+	if !strings.Contains(base, "-json.log") {
+		return ""
+	}
+	if data, err := os.ReadFile(filepath.Join(filepath.Dir(p), "config.v2.json")); err == nil {
+		var cfg struct{ Name string }
+		if json.Unmarshal(data, &cfg) == nil && cfg.Name != "" {
+			return strings.TrimPrefix(cfg.Name, "/")
+		}
+	}
+	return base[:strings.Index(base, "-json.log")]
+}
+
+// Options configure Replay.
+type Options struct {
+	Cluster string
+	// Warn receives problems with the input ("file:line: ..."); the replay
+	// goes on. Nil discards them.
+	Warn func(error)
+}
+
+// Stats count what a replay read.
+type Stats struct {
+	Files    int
+	Bytes    int64
+	Lines    int64
+	Records  int64
+	Warnings int64
+}
+
+// Replay reads every file of the inputs and calls fn with their events,
+// merged across files by time (events without a time keep their place in
+// their file). It stops at the first error of fn or when ctx is done.
+func Replay(ctx context.Context, inputs []Input, opts Options, fn func(*parsers.Event) error) (Stats, error) {
+	files, err := Expand(inputs)
+	if err != nil {
+		return Stats{}, err
+	}
+	return ReplayFiles(ctx, files, opts, fn)
+}
+
+// ReplayFiles is Replay over an explicit file list.
+func ReplayFiles(ctx context.Context, files []File, opts Options, fn func(*parsers.Event) error) (Stats, error) {
+	var st Stats
+	warn := func(err error) {
+		st.Warnings++
+		if opts.Warn != nil {
+			opts.Warn(err)
+		}
+	}
+	h := &cursorHeap{}
+	var cursors []*cursor
+	defer func() {
+		for _, c := range cursors {
+			c.close()
+		}
+	}()
+	for i, f := range files {
+		c, err := openCursor(f, i, opts.Cluster, warn)
+		if err != nil {
+			warn(err)
+			continue
+		}
+		cursors = append(cursors, c)
+		st.Files++
+		if c.advance() {
+			heap.Push(h, c)
+		}
+	}
+	n := 0
+	for h.Len() > 0 {
+		if n++; n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return st, err
+			}
+		}
+		c := (*h)[0]
+		ev := c.head
+		if err := fn(&ev); err != nil {
+			return st, err
+		}
+		if c.advance() {
+			heap.Fix(h, 0)
+		} else {
+			heap.Pop(h)
+		}
+	}
+	for _, c := range cursors {
+		st.Bytes += c.reader.Offset()
+		st.Lines += int64(c.lines)
+		st.Records += int64(c.records)
+	}
+	return st, ctx.Err()
+}
+
+// cursor pulls the events of one file in order.
+type cursor struct {
+	idx     int
+	file    File
+	f       *os.File
+	gz      *gzip.Reader
+	reader  *parsers.Reader
+	joiner  *parsers.Joiner
+	queue   []parsers.Record
+	qi      int
+	eof     bool
+	lines   int
+	records int
+	last    time.Time // time of the previous event, for events that have none
+	head    parsers.Event
+	key     time.Time
+	warn    func(error)
+}
+
+func openCursor(f File, idx int, cluster string, warn func(error)) (*cursor, error) {
+	c := &cursor{idx: idx, file: f}
+	var r io.Reader
+	id := f.Path
+	if f.Data != nil {
+		r = bytes.NewReader(f.Data)
+	} else {
+		fh, err := os.Open(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		if fid, err := parsers.FileIdentity(f.Path); err == nil {
+			id = fid
+		}
+		c.f, r = fh, fh
+	}
+	if strings.HasSuffix(f.Path, ".gz") {
+		gz, err := gzip.NewReader(r)
+		if err != nil {
+			c.close()
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		c.gz, r = gz, gz
+	}
+	c.warn = func(err error) { warn(fmt.Errorf("%s: %w", f.Path, err)) }
+	c.reader = parsers.NewReader(r, parsers.ReaderOptions{EOFIsEnd: true, Warn: c.warn})
+	origin := parsers.Origin{Cluster: cluster, Node: f.Node, Container: f.Container, File: f.Path, FileID: id}
+	c.joiner = parsers.NewJoiner(origin, parsers.JoinOptions{}, func(r parsers.Record) {
+		c.queue = append(c.queue, r)
+	})
+	return c, nil
+}
+
+func (c *cursor) close() {
+	if c.gz != nil {
+		c.gz.Close()
+	}
+	if c.f != nil {
+		c.f.Close()
+	}
+}
+
+// advance loads the file's next event into c.head; false at the end.
+func (c *cursor) advance() bool {
+	for c.qi >= len(c.queue) {
+		if c.eof {
+			return false
+		}
+		c.queue, c.qi = c.queue[:0], 0
+		for len(c.queue) == 0 && !c.eof {
+			l, err := c.reader.Next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					c.warn(err)
+				}
+				c.eof = true
+				c.joiner.Flush()
+				break
+			}
+			c.lines++
+			c.joiner.Add(l)
+		}
+	}
+	rec := c.queue[c.qi]
+	c.queue[c.qi] = parsers.Record{}
+	c.qi++
+	c.records++
+	c.head = parsers.Parse(rec)
+	if c.head.Time.IsZero() {
+		c.key = c.last
+	} else {
+		c.key = c.head.Time
+		c.last = c.head.Time
+	}
+	return true
+}
+
+type cursorHeap []*cursor
+
+func (h cursorHeap) Len() int { return len(h) }
+func (h cursorHeap) Less(i, j int) bool {
+	if !h[i].key.Equal(h[j].key) {
+		return h[i].key.Before(h[j].key)
+	}
+	return h[i].idx < h[j].idx
+}
+func (h cursorHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *cursorHeap) Push(x any)   { *h = append(*h, x.(*cursor)) }
+func (h *cursorHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// SortFiles orders files by node then path, for stable output.
+func SortFiles(files []File) {
+	sort.Slice(files, func(i, j int) bool {
+		if files[i].Node != files[j].Node {
+			return files[i].Node < files[j].Node
+		}
+		return files[i].Path < files[j].Path
+	})
+}

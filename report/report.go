@@ -1,0 +1,108 @@
+// Package report renders findings for people (terminal text) and machines
+// (one JSON object per line). diagnose, serve and search share it.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/faultline/faultline/rule"
+)
+
+// JSON writes one finding per line, in the schema of rule.Finding.
+func JSON(w io.Writer, findings []rule.Finding) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, f := range findings {
+		if f.Nodes == nil {
+			f.Nodes = []string{}
+		}
+		if f.RuledOut == nil {
+			f.RuledOut = []rule.RuledOut{}
+		}
+		if f.Evidence == nil {
+			f.Evidence = []rule.Evidence{}
+		}
+		if err := enc.Encode(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Text writes findings for a reader: active root causes grouped by
+// severity, each followed by the findings it explains, then the findings
+// that a later healthy launch resolved.
+func Text(w io.Writer, findings []rule.Finding) {
+	byID := map[string]rule.Finding{}
+	for _, f := range findings {
+		byID[f.ID] = f
+	}
+	section := ""
+	for _, f := range findings {
+		head := strings.ToUpper(f.Severity)
+		if f.Status != "active" {
+			head = "RESOLVED (a later launch came up healthy)"
+		}
+		if f.ExplainedBy == "" && head != section {
+			section = head
+			fmt.Fprintf(w, "\n== %s ==\n", head)
+		}
+		Block(w, f, byID[f.ExplainedBy])
+	}
+}
+
+// Block writes one finding. root is the finding it is a consequence of, if any.
+func Block(w io.Writer, f rule.Finding, root rule.Finding) {
+	indent := ""
+	if f.ExplainedBy != "" {
+		indent = "    "
+		fmt.Fprintf(w, "\n%s↳ consequence of %s (%s)\n", indent, root.Rule, root.ID)
+	} else {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%s[%s] %s — %s\n", indent, strings.ToUpper(f.Severity), f.Rule, f.Title)
+	fmt.Fprintf(w, "%s  cause %s · confidence %s · cluster %s · launch %d · nodes %s · id %s\n",
+		indent, f.Cause, f.Confidence, f.Cluster, f.Launch, strings.Join(f.Nodes, ", "), f.ID)
+	para(w, indent+"  ", "What happened", f.Summary)
+	if len(f.Evidence) > 0 {
+		fmt.Fprintf(w, "%s  Evidence:\n", indent)
+		for _, e := range f.Evidence {
+			first, more := firstLine(e.Text)
+			if len(first) > 220 {
+				first = first[:220] + " …"
+			}
+			if more > 0 {
+				first += fmt.Sprintf("  (+%d lines)", more)
+			}
+			fmt.Fprintf(w, "%s    %s:%s:%d  %s\n", indent, e.Node, e.File, e.Line, first)
+		}
+	}
+	if len(f.RuledOut) > 0 {
+		fmt.Fprintf(w, "%s  Ruled out:\n", indent)
+		for _, r := range f.RuledOut {
+			fmt.Fprintf(w, "%s    %s: %s\n", indent, r.Cause, r.Reason)
+		}
+	}
+	para(w, indent+"  ", "Fix", f.Remediation)
+}
+
+func para(w io.Writer, indent, title, text string) {
+	if text == "" {
+		return
+	}
+	fmt.Fprintf(w, "%s%s:\n", indent, title)
+	for _, l := range strings.Split(text, "\n") {
+		fmt.Fprintf(w, "%s  %s\n", indent, l)
+	}
+}
+
+func firstLine(s string) (string, int) {
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return s, 0
+	}
+	return s[:i], strings.Count(s, "\n")
+}

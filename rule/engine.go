@@ -1,0 +1,675 @@
+package rule
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/expr-lang/expr"
+
+	"github.com/faultline/faultline/parsers"
+)
+
+// Limits that keep a long-running engine's memory bounded.
+const (
+	maxLaunchesKept   = 4  // per cluster; older launches' facts are forgotten (their findings stay)
+	maxValuesPerFact  = 64 // distinct values remembered per fact
+	maxEvidencePerVal = 3  // evidence records kept per fact value
+	maxEvidenceText   = 2000
+)
+
+// DefaultCluster labels events that carry no cluster.
+const DefaultCluster = "default"
+
+// Engine evaluates rules over a stream of events. It is safe for concurrent
+// use; Observe is cheap for events that no rule is interested in.
+type Engine struct {
+	mu       sync.Mutex
+	rules    []*Rule
+	clusters map[string]*clusterState
+	findings map[string]*Finding
+	ruleOf   map[string]*Rule // finding id -> rule that raised it
+	errors   map[string]string
+}
+
+type clusterState struct {
+	launches []*launchState // oldest first, at most maxLaunchesKept
+	seq      int
+}
+
+type launchState struct {
+	num      int
+	marked   bool // a launch marker was seen (else: logs started mid-launch)
+	vllmSeen bool
+	healthy  bool
+	start    time.Time
+	facts    map[string]*factState // rule id + "/" + fact name
+}
+
+type factState struct {
+	values []string
+	info   map[string]*valueInfo
+}
+
+type valueInfo struct {
+	nodes    []string
+	owner    string // node that stated this value about itself (MatchSpec.Self)
+	evidence []Evidence
+}
+
+// Pair is a fact value with the node it belongs to (or the nodes that
+// mentioned it), for templates: {{ range .pairs.registered_ip }}.
+type Pair struct{ Value, Node string }
+
+// NewEngine returns an engine running rules.
+func NewEngine(rules []*Rule) *Engine {
+	return &Engine{
+		rules:    rules,
+		clusters: map[string]*clusterState{},
+		findings: map[string]*Finding{},
+		ruleOf:   map[string]*Rule{},
+		errors:   map[string]string{},
+	}
+}
+
+// SetRules swaps the rule set (hot reload). Facts already gathered for rules
+// that keep their id stay; findings stay.
+func (e *Engine) SetRules(rules []*Rule) {
+	e.mu.Lock()
+	e.rules = rules
+	e.mu.Unlock()
+}
+
+// Rules returns the rules in use.
+func (e *Engine) Rules() []*Rule {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*Rule(nil), e.rules...)
+}
+
+// Errors returns the last evaluation error of each rule that had one.
+func (e *Engine) Errors() map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]string{}
+	for k, v := range e.errors {
+		out[k] = v
+	}
+	return out
+}
+
+// Launch markers. A new `vllm serve` (its version banner) or a restarted Ray
+// head begins a launch; the API server coming up marks the launch healthy.
+var (
+	reVLLMBanner = regexp.MustCompile(`vLLM API server version (\S+)|vLLM server version (\S+)`)
+	rayHeadStart = "To add another node to this Ray cluster"
+	reHealthy    = regexp.MustCompile(`Application startup complete|Uvicorn running on`)
+)
+
+// Observe feeds one event to the rules and returns the findings it created or
+// changed (copies).
+func (e *Engine) Observe(ev *parsers.Event) []Finding {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cluster := ev.Cluster
+	if cluster == "" {
+		cluster = DefaultCluster
+	}
+	cs := e.clusters[cluster]
+	if cs == nil {
+		cs = &clusterState{}
+		e.clusters[cluster] = cs
+		e.newLaunch(cs, ev.Time)
+	}
+	var changed []Finding
+	changed = append(changed, e.trackLaunch(cluster, cs, ev)...)
+	ls := cs.launches[len(cs.launches)-1]
+
+	var dirty []*Rule
+	text := ev.Message
+	if text == "" {
+		text = ev.Text
+	}
+	for _, r := range e.rules {
+		touched := false
+		for _, name := range r.factNames {
+			f := r.facts[name]
+			for _, m := range f.matches {
+				vals, hit := m.extract(ev, text)
+				if len(vals) == 0 {
+					continue
+				}
+				if e.record(ls, r.ID+"/"+name, vals, m.spec.Self, ev, name, hit) {
+					touched = true
+				}
+			}
+		}
+		if touched {
+			dirty = append(dirty, r)
+		}
+	}
+	for _, r := range dirty {
+		if f := e.evaluate(r, cluster, ls, ev); f != nil {
+			changed = append(changed, *f)
+		}
+	}
+	return changed
+}
+
+func (e *Engine) newLaunch(cs *clusterState, t time.Time) *launchState {
+	cs.seq++
+	ls := &launchState{num: cs.seq, start: t, facts: map[string]*factState{}}
+	cs.launches = append(cs.launches, ls)
+	if len(cs.launches) > maxLaunchesKept {
+		cs.launches = cs.launches[len(cs.launches)-maxLaunchesKept:]
+	}
+	return ls
+}
+
+// trackLaunch starts a new launch on a launch marker and resolves the
+// findings of earlier launches when a launch comes up healthy.
+func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event) []Finding {
+	ls := cs.launches[len(cs.launches)-1]
+	msg := ev.Message
+	switch {
+	case strings.Contains(msg, rayHeadStart):
+		if ls.marked {
+			ls = e.newLaunch(cs, ev.Time)
+		}
+		ls.marked = true
+	case strings.Contains(msg, "server version") && reVLLMBanner.MatchString(msg):
+		if ls.vllmSeen {
+			ls = e.newLaunch(cs, ev.Time)
+		}
+		ls.marked, ls.vllmSeen = true, true
+	case (strings.Contains(msg, "startup complete") || strings.Contains(msg, "Uvicorn running")) && reHealthy.MatchString(msg):
+		if ls.healthy {
+			return nil
+		}
+		ls.healthy = true
+		var out []Finding
+		for _, f := range e.findings {
+			if f.Cluster == cluster && f.Launch < ls.num && f.Status == "active" {
+				f.Status = "resolved"
+				f.Updates++
+				out = append(out, e.snapshot(f))
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// extract returns the values this matcher finds in an event, and the text
+// of the first match (to point the evidence at the right line of a
+// multi-line record).
+func (m *matcher) extract(ev *parsers.Event, text string) ([]string, string) {
+	if m.sources != nil && !m.sources[ev.Source] {
+		return nil, ""
+	}
+	if m.levels != nil && !m.levels[ev.Level] {
+		return nil, ""
+	}
+	if m.spec.Field != "" {
+		v := eventField(ev, m.spec.Field)
+		if v == "" {
+			return nil, ""
+		}
+		return []string{v}, ""
+	}
+	if m.literal != "" && !strings.Contains(text, m.literal) {
+		return nil, ""
+	}
+	all := m.re.FindAllStringSubmatch(text, 32)
+	if len(all) == 0 {
+		return nil, ""
+	}
+	hit := all[0][0]
+	vals := make([]string, 0, len(all))
+	for _, sm := range all {
+		v := sm[m.valueIdx]
+		if m.valueExpr != nil {
+			env := map[string]any{}
+			for i, g := range m.groups {
+				if g != "" {
+					env[g] = sm[i]
+				}
+			}
+			out, err := expr.Run(m.valueExpr, env)
+			if err != nil {
+				continue
+			}
+			v = fmt.Sprint(out)
+			if f, ok := out.(float64); ok {
+				v = fmtNumber(f)
+			}
+		}
+		vals = append(vals, v)
+	}
+	switch m.spec.Combine {
+	case "sum":
+		return []string{fmtNumber(reduce(vals, 0, func(a, b float64) float64 { return a + b }))}, hit
+	case "count":
+		return []string{strconv.Itoa(len(vals))}, hit
+	}
+	return vals, hit
+}
+
+func eventField(ev *parsers.Event, name string) string {
+	switch name {
+	case "ip":
+		return ev.IP
+	case "process":
+		return ev.Process
+	case "pid":
+		if ev.PID == 0 {
+			return ""
+		}
+		return strconv.Itoa(ev.PID)
+	case "component":
+		return ev.Component
+	case "source":
+		return ev.Source
+	case "level":
+		return ev.Level
+	case "node":
+		return ev.Node
+	case "container":
+		return ev.Container
+	}
+	return ev.Fields[name]
+}
+
+// record adds values of a fact with their evidence; it reports whether
+// anything new was learnt.
+func (e *Engine) record(ls *launchState, key string, vals []string, self bool, ev *parsers.Event, factName, hit string) bool {
+	fs := ls.facts[key]
+	if fs == nil {
+		fs = &factState{info: map[string]*valueInfo{}}
+		ls.facts[key] = fs
+	}
+	changed := false
+	for _, v := range vals {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		vi := fs.info[v]
+		if vi == nil {
+			if len(fs.values) >= maxValuesPerFact {
+				continue
+			}
+			vi = &valueInfo{}
+			fs.info[v] = vi
+			fs.values = append(fs.values, v)
+			changed = true
+		}
+		if !contains(vi.nodes, ev.Node) {
+			vi.nodes = append(vi.nodes, ev.Node)
+			changed = true
+		}
+		if self && vi.owner == "" {
+			vi.owner = ev.Node
+			changed = true
+		}
+		if len(vi.evidence) < maxEvidencePerVal && !hasRecord(vi.evidence, ev.ID) {
+			vi.evidence = append(vi.evidence, evidenceOf(ev, factName, hit))
+			changed = true
+		}
+	}
+	return changed
+}
+
+// evidenceOf points at the physical line of a record that holds the match:
+// for a 40-line traceback or a `ray status` block, the line that proved the
+// fact is what a reader wants to see.
+func evidenceOf(ev *parsers.Event, factName, hit string) Evidence {
+	text, line := ev.Text, ev.Line
+	if strings.IndexByte(text, '\n') >= 0 && hit != "" {
+		firstHitLine := hit
+		if i := strings.IndexByte(hit, '\n'); i >= 0 {
+			firstHitLine = hit[:i]
+		}
+		if i := strings.Index(text, firstHitLine); i >= 0 {
+			start := strings.LastIndexByte(text[:i], '\n') + 1
+			end := strings.IndexByte(text[i:], '\n')
+			if end < 0 {
+				end = len(text)
+			} else {
+				end += i
+			}
+			line += strings.Count(text[:start], "\n")
+			text = text[start:end]
+		}
+	}
+	if len(text) > maxEvidenceText {
+		text = text[:maxEvidenceText] + " …"
+	}
+	return Evidence{Fact: factName, Node: ev.Node, File: ev.File, Line: line, Time: ev.Time, Text: text, RecordID: ev.ID}
+}
+
+// env builds the expression environment of a rule: each fact as the list of
+// its values (numbers as float64).
+func (r *Rule) env(ls *launchState) map[string]any {
+	env := make(map[string]any, len(r.facts))
+	for name, f := range r.facts {
+		fs := ls.facts[r.ID+"/"+name]
+		if f.number {
+			nums := []float64{}
+			if fs != nil {
+				for _, v := range fs.values {
+					if n, ok := parseNumber(v); ok {
+						nums = append(nums, n)
+					}
+				}
+			}
+			env[name] = nums
+			continue
+		}
+		vals := []string{}
+		if fs != nil {
+			vals = append(vals, fs.values...)
+		}
+		env[name] = vals
+	}
+	return env
+}
+
+func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.Event) *Finding {
+	env := r.env(ls)
+	ok, err := expr.Run(r.condition, env)
+	if err != nil {
+		e.errors[r.ID] = err.Error()
+		return nil
+	}
+	if b, _ := ok.(bool); !b {
+		// A finding whose condition no longer holds (a later fact
+		// contradicted it) is retracted, not left standing.
+		for _, f := range e.findings {
+			if f.Rule == r.ID && f.Cluster == cluster && f.Launch == ls.num && f.Status == "active" {
+				f.Status = "retracted"
+				f.Updates++
+				snap := e.snapshot(f)
+				return &snap
+			}
+		}
+		return nil
+	}
+	var keyVals []string
+	// Key facts split findings of one rule; the first value of each is used
+	// so that a finding keeps its id while more values arrive.
+	for _, k := range r.Key {
+		if fs := ls.facts[r.ID+"/"+k]; fs != nil && len(fs.values) > 0 {
+			keyVals = append(keyVals, k+"="+fs.values[0])
+		}
+	}
+	id := findingID(r.ID, cluster, ls.num, keyVals)
+	f := e.findings[id]
+	if f == nil {
+		f = &Finding{ID: id, Rule: r.ID, Cause: r.Cause, Severity: r.Severity, Cluster: cluster,
+			Launch: ls.num, Status: "active", FirstSeen: ev.Time}
+		e.findings[id] = f
+		e.ruleOf[id] = r
+	}
+	f.LastSeen = ev.Time
+	if f.Status == "retracted" {
+		f.Status = "active"
+	}
+	before := fingerprint(f)
+	e.fill(f, r, cluster, ls, env)
+	if fingerprint(f) == before && f.Updates > 0 {
+		return nil
+	}
+	f.Updates++
+	snap := e.snapshot(f)
+	return &snap
+}
+
+// fill renders a finding from the facts of its launch.
+func (e *Engine) fill(f *Finding, r *Rule, cluster string, ls *launchState, env map[string]any) {
+	data := map[string]any{"cluster": cluster, "launch": ls.num}
+	owned := map[string]string{}
+	pairs := map[string][]Pair{}
+	nodeSet := map[string]bool{}
+	facts := map[string][]string{}
+	var evidence []Evidence
+	evFacts := r.Evidence
+	if len(evFacts) == 0 {
+		evFacts = r.factNames
+	}
+	for _, name := range r.factNames {
+		fs := ls.facts[r.ID+"/"+name]
+		vals := []string{}
+		if fs != nil {
+			vals = append(vals, fs.values...)
+		}
+		data[name] = vals
+		if len(vals) == 0 {
+			continue
+		}
+		facts[name] = vals
+		parts := make([]string, 0, len(vals))
+		for _, v := range vals {
+			vi := fs.info[v]
+			who := vi.owner
+			if who == "" {
+				who = strings.Join(vi.nodes, ", ")
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s)", v, who))
+			pairs[name] = append(pairs[name], Pair{Value: v, Node: who})
+		}
+		owned[name] = strings.Join(parts, ", ")
+	}
+	for _, name := range evFacts {
+		fs := ls.facts[r.ID+"/"+name]
+		if fs == nil {
+			continue
+		}
+		for _, v := range fs.values {
+			for _, ev := range fs.info[v].evidence {
+				if !hasRecord(evidence, ev.RecordID) {
+					evidence = append(evidence, ev)
+				}
+				nodeSet[ev.Node] = true
+			}
+		}
+	}
+	sort.SliceStable(evidence, func(i, j int) bool {
+		if !evidence[i].Time.Equal(evidence[j].Time) {
+			return evidence[i].Time.Before(evidence[j].Time)
+		}
+		if evidence[i].Node != evidence[j].Node {
+			return evidence[i].Node < evidence[j].Node
+		}
+		return evidence[i].Line < evidence[j].Line
+	})
+	nodes := make([]string, 0, len(nodeSet))
+	for n := range nodeSet {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	data["nodes"] = nodes
+	data["owned"] = owned
+	data["pairs"] = pairs
+
+	f.Facts = facts
+	f.Nodes = nodes
+	f.Evidence = evidence
+	f.Title = render(r.title, data)
+	f.Summary = render(r.summary, data)
+	f.Remediation = render(r.remediation, data)
+	f.Confidence = render(r.confidence, data)
+	switch f.Confidence {
+	case "high", "medium", "low":
+	default:
+		f.Confidence = "medium"
+	}
+	f.RuledOut = f.RuledOut[:0]
+	for _, ro := range r.ruledOut {
+		ok, err := expr.Run(ro.when, env)
+		if err != nil {
+			continue
+		}
+		if b, _ := ok.(bool); b {
+			f.RuledOut = append(f.RuledOut, RuledOut{Cause: ro.cause, Reason: render(ro.reason, data)})
+		}
+	}
+}
+
+func fingerprint(f *Finding) string {
+	var b strings.Builder
+	b.WriteString(f.Summary)
+	b.WriteString(f.Status)
+	b.WriteString(f.Confidence)
+	for _, ev := range f.Evidence {
+		b.WriteString(ev.RecordID)
+	}
+	for _, ro := range f.RuledOut {
+		b.WriteString(ro.Cause)
+	}
+	return b.String()
+}
+
+func findingID(rule, cluster string, launch int, key []string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%s", rule, cluster, launch, strings.Join(key, "\x00"))
+	return hex.EncodeToString(h.Sum(nil)[:10])
+}
+
+// snapshot copies a finding (so callers never share the engine's slices) and
+// sets ExplainedBy from the findings present now.
+func (e *Engine) snapshot(f *Finding) Finding {
+	c := *f
+	c.Nodes = append([]string(nil), f.Nodes...)
+	c.Evidence = append([]Evidence(nil), f.Evidence...)
+	c.RuledOut = append([]RuledOut(nil), f.RuledOut...)
+	c.Facts = make(map[string][]string, len(f.Facts))
+	for k, v := range f.Facts {
+		c.Facts[k] = append([]string(nil), v...)
+	}
+	c.ExplainedBy = e.explainer(f)
+	return c
+}
+
+// explainer returns the id of a finding of the same launch whose rule
+// declares that it explains f's cause (the root cause f is a consequence of).
+func (e *Engine) explainer(f *Finding) string {
+	best := ""
+	var bestF *Finding
+	for id, g := range e.findings {
+		if id == f.ID || g.Cluster != f.Cluster || g.Launch != f.Launch || g.Cause == f.Cause {
+			continue
+		}
+		if !contains(e.ruleOf[id].Explains, f.Cause) {
+			continue
+		}
+		// Two rules explaining each other: neither is the other's consequence.
+		if contains(e.ruleOf[f.ID].Explains, g.Cause) {
+			continue
+		}
+		if bestF == nil || SeverityRank(g.Severity) > SeverityRank(bestF.Severity) ||
+			(SeverityRank(g.Severity) == SeverityRank(bestF.Severity) && g.FirstSeen.Before(bestF.FirstSeen)) {
+			best, bestF = id, g
+		}
+	}
+	return best
+}
+
+// Findings returns every finding, ordered for a reader: active before
+// resolved; root causes by severity, each followed by its consequences.
+func (e *Engine) Findings() []Finding {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	all := make([]Finding, 0, len(e.findings))
+	for _, f := range e.findings {
+		if f.Status == "retracted" {
+			continue
+		}
+		all = append(all, e.snapshot(f))
+	}
+	return Order(all)
+}
+
+// Order sorts findings root causes first, each followed by the findings it
+// explains; active findings come before resolved ones.
+func Order(all []Finding) []Finding {
+	byID := map[string]int{}
+	for i, f := range all {
+		byID[f.ID] = i
+	}
+	rootOf := func(f Finding) Finding {
+		seen := map[string]bool{}
+		for f.ExplainedBy != "" && !seen[f.ID] {
+			seen[f.ID] = true
+			i, ok := byID[f.ExplainedBy]
+			if !ok {
+				break
+			}
+			f = all[i]
+		}
+		return f
+	}
+	less := func(a, b Finding) bool {
+		if (a.Status == "active") != (b.Status == "active") {
+			return a.Status == "active"
+		}
+		if ra, rb := SeverityRank(a.Severity), SeverityRank(b.Severity); ra != rb {
+			return ra > rb
+		}
+		if ca, cb := confidenceRank(a.Confidence), confidenceRank(b.Confidence); ca != cb {
+			return ca > cb
+		}
+		if !a.FirstSeen.Equal(b.FirstSeen) {
+			return a.FirstSeen.Before(b.FirstSeen)
+		}
+		return a.ID < b.ID
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		ri, rj := rootOf(all[i]), rootOf(all[j])
+		if ri.ID != rj.ID {
+			return less(ri, rj)
+		}
+		// Same group: the root first, then its consequences.
+		if (all[i].ID == ri.ID) != (all[j].ID == rj.ID) {
+			return all[i].ID == ri.ID
+		}
+		return less(all[i], all[j])
+	})
+	return all
+}
+
+func confidenceRank(c string) int {
+	switch c {
+	case "high":
+		return 3
+	case "medium":
+		return 2
+	case "low":
+		return 1
+	}
+	return 0
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func hasRecord(evs []Evidence, id string) bool {
+	for _, e := range evs {
+		if e.RecordID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,445 @@
+// Package rule loads diagnostic rules (YAML documents, see docs/rules.md),
+// checks them, and runs them over events: facts are extracted from events,
+// correlated across every node of a cluster within one launch, and a rule
+// whose condition holds raises a Finding with its evidence and fix.
+package rule
+
+import (
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"sync"
+	"text/template"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Spec is a rule as written in YAML. Unknown keys are rejected.
+type Spec struct {
+	ID          string              `yaml:"id"`
+	Cause       string              `yaml:"cause"`
+	Severity    string              `yaml:"severity"`
+	Confidence  string              `yaml:"confidence"` // literal or template yielding high|medium|low
+	Title       string              `yaml:"title"`
+	Description string              `yaml:"description"`
+	Facts       map[string]FactSpec `yaml:"facts"`
+	Key         []string            `yaml:"key"`
+	Condition   string              `yaml:"condition"`
+	Evidence    []string            `yaml:"evidence"`
+	Summary     string              `yaml:"summary"`
+	Remediation string              `yaml:"remediation"`
+	RuledOut    []RuledOutSpec      `yaml:"ruled_out"`
+	Explains    []string            `yaml:"explains"`
+	References  []string            `yaml:"references"`
+}
+
+// FactSpec declares a named fact and where its values come from.
+type FactSpec struct {
+	Type        string      `yaml:"type"` // string (default) or number
+	Description string      `yaml:"description"`
+	From        []MatchSpec `yaml:"from"`
+}
+
+// MatchSpec extracts values of a fact from an event.
+type MatchSpec struct {
+	Sources []string `yaml:"sources"`
+	Levels  []string `yaml:"levels"`
+	// Regex is matched against the event message (RE2 syntax). Every match
+	// yields a value: the group named "value", else the first group, else
+	// the whole match; with ValueExpr, an expression over the named groups.
+	Regex     string `yaml:"regex"`
+	ValueExpr string `yaml:"value_expr"`
+	// Field takes a parsed event field instead: ip, process, pid, component,
+	// source, level, node, or a source-specific field (exc_type, interface...).
+	Field string `yaml:"field"`
+	// Combine says what several matches in one event give: "each" (default,
+	// one value per match), "sum" or "count" (one value per event).
+	Combine string `yaml:"combine"`
+	// Self marks a value as a property of the node that logged it (a node
+	// stating its own IP), so summaries can say which node a value belongs to.
+	Self bool `yaml:"self"`
+}
+
+// RuledOutSpec names a neighbouring cause that the facts exclude.
+type RuledOutSpec struct {
+	Cause  string `yaml:"cause"`
+	When   string `yaml:"when"`
+	Reason string `yaml:"reason"`
+}
+
+// Rule is a compiled, ready-to-run rule.
+type Rule struct {
+	Spec
+	File string // where it was loaded from (for messages)
+	line int
+
+	facts       map[string]*fact
+	factNames   []string
+	condition   *vm.Program
+	confidence  *template.Template
+	title       *template.Template
+	summary     *template.Template
+	remediation *template.Template
+	ruledOut    []ruledOut
+}
+
+type fact struct {
+	name    string
+	number  bool
+	matches []*matcher
+}
+
+type matcher struct {
+	spec      MatchSpec
+	fact      string
+	re        *regexp.Regexp
+	literal   string // a substring every match must contain: a cheap pre-check
+	valueIdx  int    // submatch index of the value, 0 = whole match
+	groups    []string
+	valueExpr *vm.Program
+	sources   map[string]bool
+	levels    map[string]bool
+
+	mu      sync.Mutex
+	regexps map[string]*regexp.Regexp // compiled on first use by sum_matches/count_matches
+}
+
+type ruledOut struct {
+	cause  string
+	when   *vm.Program
+	reason *template.Template
+}
+
+// Causes is the catalog of causes (DESIGN.md). A rule must name one.
+var Causes = []string{
+	"ray-node-ip-mismatch", "ray-insufficient-gpus", "ray-version-mismatch", "ray-gcs-unreachable",
+	"gpu-not-visible", "nccl-socket-interface", "nccl-ib-unavailable", "nccl-shm-exhausted",
+	"collective-timeout", "dist-init-unreachable", "cuda-oom", "kv-cache-insufficient",
+	"model-arch-unsupported", "ray-oom-killer", "ray-driver-not-in-cluster", "port-in-use",
+	"python-import-error",
+}
+
+func knownCause(c string) bool {
+	for _, k := range Causes {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldError is a problem at a path inside a rule document; the loader turns
+// the path into a line and column.
+type fieldError struct {
+	path string // goccy/go-yaml path, e.g. $.facts.x.from[0].regex
+	msg  string
+}
+
+func (e *fieldError) Error() string { return e.msg }
+
+func ferr(path, format string, args ...any) error {
+	return &fieldError{path: path, msg: fmt.Sprintf(format, args...)}
+}
+
+// compile checks a spec and builds its matchers, expressions and templates.
+// Every problem is returned, each naming the path of the offending key.
+func compile(s Spec) (*Rule, []error) {
+	var errs []error
+	r := &Rule{Spec: s, facts: map[string]*fact{}}
+	if s.ID == "" {
+		errs = append(errs, ferr("$", "missing id"))
+	}
+	if s.Cause == "" {
+		errs = append(errs, ferr("$", "missing cause"))
+	} else if !knownCause(s.Cause) {
+		errs = append(errs, ferr("$.cause", "unknown cause %q (the catalog: %s)", s.Cause, strings.Join(Causes, ", ")))
+	}
+	switch s.Severity {
+	case SeverityCritical, SeverityWarning, SeverityInfo:
+	case "":
+		errs = append(errs, ferr("$", "missing severity"))
+	default:
+		errs = append(errs, ferr("$.severity", "severity %q is not critical, warning or info", s.Severity))
+	}
+	if s.Title == "" {
+		errs = append(errs, ferr("$", "missing title"))
+	}
+	if s.Condition == "" {
+		errs = append(errs, ferr("$", "missing condition"))
+	}
+	if s.Summary == "" {
+		errs = append(errs, ferr("$", "missing summary"))
+	}
+	if s.Remediation == "" {
+		errs = append(errs, ferr("$", "missing remediation"))
+	}
+	if len(s.Facts) == 0 {
+		errs = append(errs, ferr("$", "a rule needs at least one fact"))
+	}
+
+	env := map[string]any{}
+	for name, fs := range s.Facts {
+		path := "$.facts." + name
+		if !validName(name) {
+			errs = append(errs, ferr(path, "fact name %q must be a lower-case identifier (a-z, 0-9, _)", name))
+			continue
+		}
+		f := &fact{name: name}
+		switch fs.Type {
+		case "", "string":
+			env[name] = []string{}
+		case "number":
+			f.number = true
+			env[name] = []float64{}
+		default:
+			errs = append(errs, ferr(path+".type", "type %q is not string or number", fs.Type))
+		}
+		if len(fs.From) == 0 {
+			errs = append(errs, ferr(path, "fact %q has no 'from' matchers", name))
+		}
+		for i, ms := range fs.From {
+			m, err := compileMatcher(name, ms, fmt.Sprintf("%s.from[%d]", path, i))
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			f.matches = append(f.matches, m)
+		}
+		r.facts[name] = f
+		r.factNames = append(r.factNames, name)
+	}
+	sortStrings(r.factNames)
+
+	for i, k := range s.Key {
+		if _, ok := s.Facts[k]; !ok {
+			errs = append(errs, ferr(fmt.Sprintf("$.key[%d]", i), "key %q is not a fact of this rule", k))
+		}
+	}
+	for i, k := range s.Evidence {
+		if _, ok := s.Facts[k]; !ok {
+			errs = append(errs, ferr(fmt.Sprintf("$.evidence[%d]", i), "evidence %q is not a fact of this rule", k))
+		}
+	}
+	for i, c := range s.Explains {
+		if !knownCause(c) {
+			errs = append(errs, ferr(fmt.Sprintf("$.explains[%d]", i), "unknown cause %q", c))
+		}
+	}
+
+	if s.Condition != "" {
+		p, err := expr.Compile(s.Condition, expr.Env(env), expr.AsBool())
+		if err != nil {
+			errs = append(errs, ferr("$.condition", "condition: %v", oneLine(err)))
+		}
+		r.condition = p
+	}
+	var err error
+	if r.confidence, err = parseTemplate("confidence", orDefault(s.Confidence, "medium")); err != nil {
+		errs = append(errs, ferr("$.confidence", "%v", err))
+	}
+	if r.title, err = parseTemplate("title", s.Title); err != nil {
+		errs = append(errs, ferr("$.title", "%v", err))
+	}
+	if r.summary, err = parseTemplate("summary", s.Summary); err != nil {
+		errs = append(errs, ferr("$.summary", "%v", err))
+	}
+	if r.remediation, err = parseTemplate("remediation", s.Remediation); err != nil {
+		errs = append(errs, ferr("$.remediation", "%v", err))
+	}
+	for i, ro := range s.RuledOut {
+		path := fmt.Sprintf("$.ruled_out[%d]", i)
+		x := ruledOut{cause: ro.Cause}
+		if !knownCause(ro.Cause) {
+			errs = append(errs, ferr(path+".cause", "unknown cause %q", ro.Cause))
+		}
+		if ro.When == "" {
+			errs = append(errs, ferr(path, "ruled_out needs 'when'"))
+		} else if x.when, err = expr.Compile(ro.When, expr.Env(env), expr.AsBool()); err != nil {
+			errs = append(errs, ferr(path+".when", "when: %v", oneLine(err)))
+		}
+		if x.reason, err = parseTemplate("reason", ro.Reason); err != nil {
+			errs = append(errs, ferr(path+".reason", "%v", err))
+		}
+		r.ruledOut = append(r.ruledOut, x)
+	}
+	return r, errs
+}
+
+func compileMatcher(factName string, ms MatchSpec, path string) (*matcher, error) {
+	m := &matcher{spec: ms, fact: factName}
+	if (ms.Regex == "") == (ms.Field == "") {
+		return nil, ferr(path, "a matcher needs exactly one of 'regex' or 'field'")
+	}
+	switch ms.Combine {
+	case "", "each", "sum", "count":
+	default:
+		return nil, ferr(path+".combine", "combine %q is not each, sum or count", ms.Combine)
+	}
+	if len(ms.Sources) > 0 {
+		m.sources = map[string]bool{}
+		for _, s := range ms.Sources {
+			m.sources[s] = true
+		}
+	}
+	if len(ms.Levels) > 0 {
+		m.levels = map[string]bool{}
+		for _, l := range ms.Levels {
+			m.levels[l] = true
+		}
+	}
+	if ms.Regex != "" {
+		re, err := regexp.Compile(ms.Regex)
+		if err != nil {
+			return nil, ferr(path+".regex", "regex: %v", err)
+		}
+		m.re = re
+		m.groups = re.SubexpNames()
+		m.valueIdx = re.SubexpIndex("value")
+		if m.valueIdx < 0 {
+			m.valueIdx = 0
+			if re.NumSubexp() > 0 {
+				m.valueIdx = 1
+			}
+		}
+		m.literal = requiredLiteral(ms.Regex)
+	}
+	if ms.ValueExpr != "" {
+		if ms.Regex == "" {
+			return nil, ferr(path+".value_expr", "value_expr needs a regex with named groups")
+		}
+		env := map[string]any{}
+		for _, g := range m.groups {
+			if g != "" {
+				env[g] = ""
+			}
+		}
+		p, err := expr.Compile(ms.ValueExpr, expr.Env(env),
+			expr.Function("num", numFunc, new(func(any) float64)),
+			expr.Function("sum_matches", m.sumMatches, new(func(string, string) float64)),
+			expr.Function("count_matches", m.countMatches, new(func(string, string) float64)))
+		if err != nil {
+			return nil, ferr(path+".value_expr", "value_expr: %v", oneLine(err))
+		}
+		m.valueExpr = p
+	}
+	return m, nil
+}
+
+// requiredLiteral returns the longest literal that every match of the regex
+// contains, so most events are rejected by strings.Contains before the regex
+// engine runs. "" when there is none (or the regex folds case).
+func requiredLiteral(src string) string {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	re = re.Simplify()
+	best := ""
+	consider := func(r *syntax.Regexp) {
+		if r.Op == syntax.OpLiteral && r.Flags&syntax.FoldCase == 0 && len(r.Rune) > len([]rune(best)) {
+			best = string(r.Rune)
+		}
+	}
+	var walk func(r *syntax.Regexp)
+	walk = func(r *syntax.Regexp) {
+		switch r.Op {
+		case syntax.OpLiteral:
+			consider(r)
+		case syntax.OpConcat:
+			for _, s := range r.Sub {
+				walk(s)
+			}
+		case syntax.OpCapture:
+			walk(r.Sub[0])
+		case syntax.OpPlus:
+			walk(r.Sub[0]) // x+ contains x
+		}
+	}
+	walk(re)
+	return best
+}
+
+// sumMatches adds up the first group of every match of re in s; with
+// count_matches it lets a rule total the GPUs of a list of bundles.
+func (m *matcher) sumMatches(params ...any) (any, error) {
+	re, err := m.cachedRegexp(params[1].(string))
+	if err != nil {
+		return 0.0, err
+	}
+	total := 0.0
+	for _, sm := range re.FindAllStringSubmatch(params[0].(string), -1) {
+		if len(sm) > 1 {
+			if f, ok := parseNumber(sm[1]); ok {
+				total += f
+			}
+		}
+	}
+	return total, nil
+}
+
+func (m *matcher) countMatches(params ...any) (any, error) {
+	re, err := m.cachedRegexp(params[1].(string))
+	if err != nil {
+		return 0.0, err
+	}
+	return float64(len(re.FindAllStringIndex(params[0].(string), -1))), nil
+}
+
+func (m *matcher) cachedRegexp(src string) (*regexp.Regexp, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if re, ok := m.regexps[src]; ok {
+		return re, nil
+	}
+	re, err := regexp.Compile(src)
+	if err != nil {
+		return nil, err
+	}
+	if m.regexps == nil {
+		m.regexps = map[string]*regexp.Regexp{}
+	}
+	m.regexps[src] = re
+	return re, nil
+}
+
+func numFunc(params ...any) (any, error) {
+	switch v := params[0].(type) {
+	case float64:
+		return v, nil
+	case int:
+		return float64(v), nil
+	case string:
+		f, ok := parseNumber(v)
+		if !ok {
+			return 0.0, nil
+		}
+		return f, nil
+	}
+	return 0.0, nil
+}
+
+func validName(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " | ")), " ")
+}

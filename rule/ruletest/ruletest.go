@@ -1,0 +1,288 @@
+// Package ruletest runs rule unit tests: YAML fixtures beside the rules
+// (*.test.yaml) that give log lines per node (inline or as files) and the
+// findings expected from them, in the spirit of `promtool test rules`. The
+// fixtures run through the same pipeline and engine as `analyzer diagnose`.
+package ruletest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/pipeline"
+	"github.com/faultline/faultline/rule"
+)
+
+// File is one fixture file.
+type File struct {
+	Tests []Case `yaml:"tests"`
+}
+
+// Case is one test: input logs and what must (not) be found.
+type Case struct {
+	Name string `yaml:"name"`
+	// Logs gives each node's log lines inline (node -> text).
+	Logs map[string]string `yaml:"logs"`
+	// Files gives each node's log files or folders, relative to the fixture.
+	Files map[string][]string `yaml:"files"`
+	// Expect lists findings that must be present, in this order among
+	// themselves (the first one must be the first finding when First is set).
+	Expect []Expected `yaml:"expect"`
+	// Absent lists rule ids that must not fire.
+	Absent []string `yaml:"absent"`
+	// NoFindings requires that nothing at all fires (at or above NoFindingsAt).
+	NoFindings   bool   `yaml:"no_findings"`
+	NoFindingsAt string `yaml:"no_findings_at"` // severity threshold, default info
+	// First requires Expect[0] to be the first finding in the output order.
+	First bool `yaml:"first"`
+}
+
+// Expected describes a finding. Empty fields are not checked; Facts are
+// checked as subsets (each listed value must be among the finding's values).
+type Expected struct {
+	Rule       string              `yaml:"rule"`
+	Cause      string              `yaml:"cause"`
+	Severity   string              `yaml:"severity"`
+	Confidence string              `yaml:"confidence"`
+	Status     string              `yaml:"status"`
+	Nodes      []string            `yaml:"nodes"`
+	Facts      map[string][]string `yaml:"facts"`
+	RuledOut   []string            `yaml:"ruled_out"`
+	Summary    []string            `yaml:"summary_contains"`
+	Fix        []string            `yaml:"remediation_contains"`
+}
+
+// Result is the outcome of one case.
+type Result struct {
+	File     string
+	Name     string
+	Failures []string // empty = pass
+	Got      []rule.Finding
+}
+
+// Passed reports whether the case passed.
+func (r Result) Passed() bool { return len(r.Failures) == 0 }
+
+// RunFS runs every *.test.yaml of dir in fsys against rules.
+func RunFS(ctx context.Context, fsys fs.FS, dir, display string, rules []*rule.Rule) ([]Result, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", display, err)
+	}
+	var results []Result
+	for _, e := range entries {
+		if e.IsDir() || !rule.IsTestFile(e.Name()) {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		rs, err := RunFile(ctx, filepath.Join(display, e.Name()), data, rules)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, rs...)
+	}
+	return results, nil
+}
+
+// RunDir runs the fixtures of a directory on disk.
+func RunDir(ctx context.Context, dir string, rules []*rule.Rule) ([]Result, error) {
+	return RunFS(ctx, os.DirFS(dir), ".", dir, rules)
+}
+
+// RunFile runs the cases of one fixture file; name locates relative Files.
+func RunFile(ctx context.Context, name string, data []byte, rules []*rule.Rule) ([]Result, error) {
+	var f File
+	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, oneLine(yaml.FormatError(err, false, false)))
+	}
+	if len(f.Tests) == 0 {
+		return nil, fmt.Errorf("%s: no tests", name)
+	}
+	var out []Result
+	for i, c := range f.Tests {
+		if c.Name == "" {
+			c.Name = fmt.Sprintf("test %d", i+1)
+		}
+		res := Result{File: name, Name: c.Name}
+		got, err := run(ctx, filepath.Dir(name), c, rules)
+		if err != nil {
+			res.Failures = append(res.Failures, err.Error())
+		} else {
+			res.Got = got
+			res.Failures = check(c, got)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, base string, c Case, rules []*rule.Rule) ([]rule.Finding, error) {
+	var files []pipeline.File
+	nodes := make([]string, 0, len(c.Logs))
+	for n := range c.Logs {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		files = append(files, pipeline.File{Path: n + ".log", Node: n, Data: []byte(c.Logs[n])})
+	}
+	for n, paths := range c.Files {
+		for _, p := range paths {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(base, p)
+			}
+			fs, err := pipeline.Expand([]pipeline.Input{{Node: n, Path: p}})
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, fs...)
+		}
+	}
+	if len(files) == 0 {
+		return nil, errors.New("the case gives no logs and no files")
+	}
+	engine := rule.NewEngine(rules)
+	_, err := pipeline.ReplayFiles(ctx, files, pipeline.Options{Cluster: rule.DefaultCluster}, func(ev *parsers.Event) error {
+		engine.Observe(ev)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return engine.Findings(), nil
+}
+
+func check(c Case, got []rule.Finding) []string {
+	var fails []string
+	pos := -1
+	for i, want := range c.Expect {
+		j := find(got, want)
+		if j < 0 {
+			fails = append(fails, fmt.Sprintf("expected finding %s: not found", describe(want)))
+			continue
+		}
+		if mism := mismatch(got[j], want); mism != "" {
+			fails = append(fails, fmt.Sprintf("finding %s: %s", want.Rule, mism))
+		}
+		if j < pos {
+			fails = append(fails, fmt.Sprintf("finding %s comes before %s; expected the order given", want.Rule, c.Expect[i-1].Rule))
+		}
+		pos = j
+	}
+	if c.First && len(c.Expect) > 0 && len(got) > 0 && !matchesID(got[0], c.Expect[0]) {
+		fails = append(fails, fmt.Sprintf("first finding is %s, expected %s", got[0].Rule, describe(c.Expect[0])))
+	}
+	for _, a := range c.Absent {
+		for _, g := range got {
+			if g.Rule == a && g.Status == "active" {
+				fails = append(fails, fmt.Sprintf("rule %s fired but must not (%s)", a, g.Summary))
+			}
+		}
+	}
+	if c.NoFindings {
+		at := rule.SeverityRank(c.NoFindingsAt)
+		for _, g := range got {
+			if g.Status == "active" && rule.SeverityRank(g.Severity) >= at {
+				fails = append(fails, fmt.Sprintf("expected no findings, got %s [%s]: %s", g.Rule, g.Severity, g.Title))
+			}
+		}
+	}
+	return fails
+}
+
+func matchesID(f rule.Finding, e Expected) bool {
+	return (e.Rule == "" || f.Rule == e.Rule) && (e.Cause == "" || f.Cause == e.Cause)
+}
+
+func find(got []rule.Finding, want Expected) int {
+	for i, g := range got {
+		if matchesID(g, want) && (want.Status != "" || g.Status == "active") {
+			return i
+		}
+	}
+	return -1
+}
+
+func mismatch(g rule.Finding, w Expected) string {
+	var m []string
+	if w.Severity != "" && g.Severity != w.Severity {
+		m = append(m, fmt.Sprintf("severity %s, expected %s", g.Severity, w.Severity))
+	}
+	if w.Confidence != "" && g.Confidence != w.Confidence {
+		m = append(m, fmt.Sprintf("confidence %s, expected %s", g.Confidence, w.Confidence))
+	}
+	if w.Status != "" && g.Status != w.Status {
+		m = append(m, fmt.Sprintf("status %s, expected %s", g.Status, w.Status))
+	}
+	for _, n := range w.Nodes {
+		if !contains(g.Nodes, n) {
+			m = append(m, fmt.Sprintf("nodes %v lack %s", g.Nodes, n))
+		}
+	}
+	facts := make([]string, 0, len(w.Facts))
+	for k := range w.Facts {
+		facts = append(facts, k)
+	}
+	sort.Strings(facts)
+	for _, k := range facts {
+		for _, v := range w.Facts[k] {
+			if !contains(g.Facts[k], v) {
+				m = append(m, fmt.Sprintf("fact %s = %q, expected it to contain %q", k, g.Facts[k], v))
+			}
+		}
+	}
+	for _, c := range w.RuledOut {
+		found := false
+		for _, r := range g.RuledOut {
+			found = found || r.Cause == c
+		}
+		if !found {
+			m = append(m, fmt.Sprintf("ruled_out lacks %s", c))
+		}
+	}
+	for _, s := range w.Summary {
+		if !strings.Contains(g.Summary, s) {
+			m = append(m, fmt.Sprintf("summary lacks %q", s))
+		}
+	}
+	for _, s := range w.Fix {
+		if !strings.Contains(g.Remediation, s) {
+			m = append(m, fmt.Sprintf("remediation lacks %q", s))
+		}
+	}
+	return strings.Join(m, "; ")
+}
+
+func describe(e Expected) string {
+	s := e.Rule
+	if s == "" {
+		s = "cause " + e.Cause
+	}
+	if e.Severity != "" {
+		s += " [" + e.Severity + "]"
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
