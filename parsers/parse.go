@@ -161,7 +161,7 @@ func classify(p *lineParse, s string, prefixes []Prefix) {
 			return
 		}
 	}
-	if parseNCCL(p, s) || parseRayText(p, s) || parsePythonWarning(p, s) {
+	if parseNCCL(p, s) || parseRayText(p, s) || parsePythonWarning(p, s) || parseC10Frames(p, s) {
 		return
 	}
 }

@@ -123,3 +123,15 @@ func parseSGLang(p *lineParse, s string) bool {
 	}
 	return true
 }
+
+// parseC10Frames recognises the C++ stack that c10::Error appends to torch
+// exceptions ("Exception raised from recvBytes at ...", "frame #0: ..."),
+// should such a line arrive without the record it belongs to.
+func parseC10Frames(p *lineParse, s string) bool {
+	if strings.HasPrefix(s, "Exception raised from ") ||
+		strings.HasPrefix(s, "frame #") && len(s) > 7 && s[7] >= '0' && s[7] <= '9' {
+		p.ev.Source = SourceTorch
+		return true
+	}
+	return false
+}
