@@ -203,3 +203,16 @@ func escapedLen(s string) int {
 	}
 	return n
 }
+
+// FitRecord cuts r.Text (with TruncateMarker) so that AppendRecord(r) takes
+// at most limit bytes. It reports whether it cut.
+func FitRecord(r *parsers.Record, limit int) bool {
+	n := len(AppendRecord(nil, r))
+	if n <= limit {
+		return false
+	}
+	overhead := n - len(appendString(nil, r.Text))
+	var cut bool
+	r.Text, cut = FitText(r.Text, overhead, limit)
+	return cut
+}

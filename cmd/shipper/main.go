@@ -1,0 +1,192 @@
+// Command shipper tails the Ray, vLLM and NCCL logs of one GPU node and
+// publishes them to NATS JetStream for the Faultline analyzer.
+//
+//	shipper --cluster dgx --node spark-1 --container 'node-*' --nats nats://head:4222 \
+//	        --state-dir /var/lib/faultline-shipper --metrics-addr 127.0.0.1:9110
+//	docker logs -f node-1 | shipper --node spark-1 -
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+
+	"github.com/faultline/faultline/shipper"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "shipper:", err)
+		os.Exit(1)
+	}
+}
+
+// fileConfig is the --config YAML: the same keys as the flags.
+type fileConfig struct {
+	Path          []string      `yaml:"path"`
+	Container     []string      `yaml:"container"`
+	ContainerPath []string      `yaml:"container-path"`
+	DockerRoot    string        `yaml:"docker-root"`
+	Cluster       string        `yaml:"cluster"`
+	Node          string        `yaml:"node"`
+	NATS          string        `yaml:"nats"`
+	User          string        `yaml:"user"`
+	Password      string        `yaml:"password"`
+	Token         string        `yaml:"token"`
+	Creds         string        `yaml:"creds"`
+	NKey          string        `yaml:"nkey"`
+	TLSCA         string        `yaml:"tls-ca"`
+	TLSCert       string        `yaml:"tls-cert"`
+	TLSKey        string        `yaml:"tls-key"`
+	StateDir      string        `yaml:"state-dir"`
+	FlushTimeout  time.Duration `yaml:"flush-timeout"`
+	BatchBytes    int           `yaml:"batch-bytes"`
+	BatchWait     time.Duration `yaml:"batch-wait"`
+	MaxInFlight   int           `yaml:"max-in-flight"`
+	MetricsAddr   string        `yaml:"metrics-addr"`
+	LogLevel      string        `yaml:"log-level"`
+	MaxAge        time.Duration `yaml:"stream-max-age"`
+	MaxBytes      int64         `yaml:"stream-max-bytes"`
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("shipper", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var fc fileConfig
+	host, _ := os.Hostname()
+	configFile := fs.String("config", "", "YAML file with the same keys as the flags (flags win)")
+	fs.StringArrayVar(&fc.Path, "path", nil, "glob of log files to tail (plain, Docker json-file or CRI); repeatable")
+	fs.StringArrayVar(&fc.Container, "container", nil, "Docker container name pattern (path.Match); repeatable")
+	fs.StringArrayVar(&fc.ContainerPath, "container-path", nil, "glob inside matched containers (in addition to "+shipper.RaySessionLogs+"); repeatable")
+	fs.StringVar(&fc.DockerRoot, "docker-root", "/var/lib/docker", "Docker data root")
+	fs.StringVar(&fc.Cluster, "cluster", "default", "cluster label")
+	fs.StringVar(&fc.Node, "node", host, "node label (default the host name)")
+	fs.StringVar(&fc.NATS, "nats", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
+	fs.StringVar(&fc.User, "user", "", "NATS user")
+	fs.StringVar(&fc.Password, "password", "", "NATS password")
+	fs.StringVar(&fc.Token, "token", "", "NATS token")
+	fs.StringVar(&fc.Creds, "creds", "", "NATS credentials file (JWT + nkey)")
+	fs.StringVar(&fc.NKey, "nkey", "", "NATS nkey seed file")
+	fs.StringVar(&fc.TLSCA, "tls-ca", "", "CA certificate file to verify the server")
+	fs.StringVar(&fc.TLSCert, "tls-cert", "", "client certificate file")
+	fs.StringVar(&fc.TLSKey, "tls-key", "", "client key file")
+	fs.StringVar(&fc.StateDir, "state-dir", "./shipper-state", "where acknowledged offsets are kept")
+	fs.DurationVar(&fc.FlushTimeout, "flush-timeout", 200*time.Millisecond, "emit a pending multi-line record after this long without a new line")
+	fs.IntVar(&fc.BatchBytes, "batch-bytes", 256<<10, "close a batch at this size (capped below the server's max payload)")
+	fs.DurationVar(&fc.BatchWait, "batch-wait", 100*time.Millisecond, "close a batch after this long")
+	fs.IntVar(&fc.MaxInFlight, "max-in-flight", 16, "batches awaiting a PubAck before reading stops")
+	fs.StringVar(&fc.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics here, e.g. 127.0.0.1:9110 (default off)")
+	fs.StringVar(&fc.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&fc.MaxAge, "stream-max-age", 7*24*time.Hour, "max age of the stream if the shipper creates it")
+	fs.Int64Var(&fc.MaxBytes, "stream-max-bytes", 10<<30, "max bytes of the stream if the shipper creates it")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: shipper [flags] [-]\n\nTails logs and publishes them to NATS JetStream; '-' reads stdin.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *configFile != "" {
+		if err := mergeConfig(*configFile, fs, &fc); err != nil {
+			return err
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(fc.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg := shipper.Config{
+		Paths: fc.Path, Containers: fc.Container, ContainerPaths: fc.ContainerPath, DockerRoot: fc.DockerRoot,
+		Cluster: fc.Cluster, Node: fc.Node,
+		NATS: shipper.NATSOptions{URL: fc.NATS, User: fc.User, Password: fc.Password, Token: fc.Token, Creds: fc.Creds,
+			NKey: fc.NKey, TLSCA: fc.TLSCA, TLSCert: fc.TLSCert, TLSKey: fc.TLSKey},
+		Stream:   shipper.StreamOptions{MaxAge: fc.MaxAge, MaxBytes: fc.MaxBytes},
+		StateDir: fc.StateDir, FlushTimeout: fc.FlushTimeout, BatchBytes: fc.BatchBytes, BatchWait: fc.BatchWait,
+		MaxInFlight: fc.MaxInFlight, Log: log, Metrics: shipper.NewMetrics(),
+	}
+	for _, a := range fs.Args() {
+		if a != "-" {
+			return fmt.Errorf("unexpected argument %q (use --path)", a)
+		}
+		cfg.Stdin = stdin
+	}
+	if fc.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", fc.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		log.Info("metrics", "addr", ln.Addr().String())
+	}
+	return shipper.Run(ctx, cfg)
+}
+
+// mergeConfig reads the YAML file into fc for every key whose flag was not
+// given on the command line.
+func mergeConfig(file string, fs *pflag.FlagSet, fc *fileConfig) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var y fileConfig
+	if err := yaml.UnmarshalWithOptions(b, &y, yaml.Strict()); err != nil {
+		return fmt.Errorf("--config %s: %w", file, err)
+	}
+	set := func(name string, apply func()) {
+		if !fs.Changed(name) {
+			apply()
+		}
+	}
+	set("path", func() { fc.Path = append(fc.Path, y.Path...) })
+	set("container", func() { fc.Container = append(fc.Container, y.Container...) })
+	set("container-path", func() { fc.ContainerPath = append(fc.ContainerPath, y.ContainerPath...) })
+	str := map[string][2]*string{"docker-root": {&fc.DockerRoot, &y.DockerRoot}, "cluster": {&fc.Cluster, &y.Cluster},
+		"node": {&fc.Node, &y.Node}, "nats": {&fc.NATS, &y.NATS}, "user": {&fc.User, &y.User}, "password": {&fc.Password, &y.Password},
+		"token": {&fc.Token, &y.Token}, "creds": {&fc.Creds, &y.Creds}, "nkey": {&fc.NKey, &y.NKey}, "tls-ca": {&fc.TLSCA, &y.TLSCA},
+		"tls-cert": {&fc.TLSCert, &y.TLSCert}, "tls-key": {&fc.TLSKey, &y.TLSKey}, "state-dir": {&fc.StateDir, &y.StateDir},
+		"metrics-addr": {&fc.MetricsAddr, &y.MetricsAddr}, "log-level": {&fc.LogLevel, &y.LogLevel}}
+	for name, p := range str {
+		if *p[1] != "" {
+			set(name, func() { *p[0] = *p[1] })
+		}
+	}
+	dur := map[string][2]*time.Duration{"flush-timeout": {&fc.FlushTimeout, &y.FlushTimeout}, "batch-wait": {&fc.BatchWait, &y.BatchWait},
+		"stream-max-age": {&fc.MaxAge, &y.MaxAge}}
+	for name, p := range dur {
+		if *p[1] != 0 {
+			set(name, func() { *p[0] = *p[1] })
+		}
+	}
+	if y.BatchBytes != 0 {
+		set("batch-bytes", func() { fc.BatchBytes = y.BatchBytes })
+	}
+	if y.MaxInFlight != 0 {
+		set("max-in-flight", func() { fc.MaxInFlight = y.MaxInFlight })
+	}
+	if y.MaxBytes != 0 {
+		set("stream-max-bytes", func() { fc.MaxBytes = y.MaxBytes })
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package shipper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// stateFile is the one file in --state-dir that holds every file's offset.
+const stateFile = "offsets.json"
+
+// Entry is what the shipper remembers about one file identity: how far the
+// server has acknowledged it.
+type Entry struct {
+	Path    string    `json:"path"`          // last path it was seen at (for humans)
+	Gen     string    `json:"gen,omitempty"` // generation, set when the file was truncated in place
+	Offset  int64     `json:"offset"`        // every record below this offset is acknowledged
+	Line    int       `json:"line"`          // physical lines below Offset
+	Updated time.Time `json:"updated"`
+}
+
+type stateDoc struct {
+	Version int              `json:"version"`
+	Files   map[string]Entry `json:"files"`
+}
+
+// Store keeps acknowledged offsets keyed by file identity (device, inode and
+// a fingerprint of the first line) and writes them to disk atomically
+// (temporary file, fsync, rename, fsync of the folder), so a kill -9 or an
+// OOM kill at any moment leaves either the old or the new state, never a torn
+// one. Writes are coalesced: Set only marks the state dirty and a background
+// loop writes it as fast as the disk allows.
+type Store struct {
+	dir string
+	log *slog.Logger
+
+	mu      sync.Mutex
+	files   map[string]Entry
+	dirty   bool
+	writeCh chan struct{}
+	err     error // last write error, reported once per change
+}
+
+// OpenStore reads dir/offsets.json (a missing file is an empty state).
+func OpenStore(dir string, log *slog.Logger) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	s := &Store{dir: dir, log: log, files: map[string]Entry{}, writeCh: make(chan struct{}, 1)}
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("read state: %w", err)
+	default:
+		var doc stateDoc
+		if err := json.Unmarshal(b, &doc); err != nil {
+			// Atomic writes make this unlikely; starting over re-sends
+			// (harmless, deduplicated by ID) rather than refusing to run.
+			log.Error("state file unreadable, starting from the beginning of every file", "path", filepath.Join(dir, stateFile), "err", err)
+		} else if doc.Files != nil {
+			s.files = doc.Files
+		}
+	}
+	return s, nil
+}
+
+// Get returns the entry of a file identity.
+func (s *Store) Get(key string) (Entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.files[key]
+	return e, ok
+}
+
+// Set records an entry and schedules a write.
+func (s *Store) Set(key string, e Entry) {
+	e.Updated = time.Now().UTC()
+	s.mu.Lock()
+	s.files[key] = e
+	s.dirty = true
+	s.mu.Unlock()
+	select {
+	case s.writeCh <- struct{}{}:
+	default:
+	}
+}
+
+// Run writes the state whenever it changed until ctx is done, then writes it
+// a last time.
+func (s *Store) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			s.Flush()
+			return
+		case <-s.writeCh:
+			s.Flush()
+		}
+	}
+}
+
+// Flush writes the state now if it changed.
+func (s *Store) Flush() error {
+	s.mu.Lock()
+	if !s.dirty {
+		s.mu.Unlock()
+		return nil
+	}
+	s.prune(time.Now().Add(-30 * 24 * time.Hour))
+	b, err := json.Marshal(stateDoc{Version: 1, Files: s.files})
+	s.dirty = false
+	s.mu.Unlock()
+	if err == nil {
+		err = writeAtomic(filepath.Join(s.dir, stateFile), b)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.dirty = true // try again on the next change
+		if s.err == nil || s.err.Error() != err.Error() {
+			s.log.Error("cannot write offsets", "err", err)
+		}
+	} else if s.err != nil {
+		s.log.Info("offsets written again")
+	}
+	s.err = err
+	return err
+}
+
+// prune forgets files not seen for a long time so that the state stays small
+// on a node that runs thousands of containers over its life.
+func (s *Store) prune(before time.Time) {
+	for k, e := range s.files {
+		if e.Updated.Before(before) {
+			delete(s.files, k)
+		}
+	}
+}
+
+// writeAtomic replaces path with b: write a temporary file beside it, fsync
+// it, rename it over path, fsync the folder so the rename is durable.
+func writeAtomic(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// tracker advances one open file's persisted offset over the contiguous
+// prefix of acknowledged batches. Batches of one file are acknowledged in any
+// order (a retried batch can be overtaken), so an ack of batch k+1 must not
+// move the offset past batch k until k is acknowledged too.
+type tracker struct {
+	store *Store
+	key   string
+	path  string
+	gen   string
+
+	mu      sync.Mutex
+	pending []*mark // oldest first
+	retired bool    // file truncated under us: later acks must not write
+}
+
+// mark is a batch's place in the file: once it and every earlier batch are
+// acknowledged, everything below offset has been stored by the server.
+type mark struct {
+	offset  int64
+	line    int
+	advance bool // false for a batch cut in the middle of a record flush
+	done    bool
+}
+
+func (t *tracker) add(m *mark) {
+	t.mu.Lock()
+	t.pending = append(t.pending, m)
+	t.mu.Unlock()
+}
+
+// ack marks m done and persists the new offset if the done prefix grew.
+func (t *tracker) ack(m *mark) {
+	t.mu.Lock()
+	m.done = true
+	var last *mark
+	i := 0
+	for ; i < len(t.pending) && t.pending[i].done; i++ {
+		if t.pending[i].advance {
+			last = t.pending[i]
+		}
+	}
+	t.pending = t.pending[i:]
+	// Set under t.mu so that two acks racing cannot store offsets out of order.
+	if last != nil && !t.retired {
+		t.store.Set(t.key, Entry{Path: t.path, Gen: t.gen, Offset: last.offset, Line: last.line})
+	}
+	t.mu.Unlock()
+}
+
+func (t *tracker) retire() {
+	t.mu.Lock()
+	t.retired = true
+	t.mu.Unlock()
+}
+
+// inFlight reports whether batches of this file await their ack.
+func (t *tracker) inFlight() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.pending)
+}

@@ -1,0 +1,338 @@
+// Package shipper tails Ray, vLLM and NCCL logs on one node (files, Docker
+// containers found from Docker's data root, stdin), frames and joins them
+// into records with package parsers, and publishes them to NATS JetStream in
+// the wire format, persisting each file's offset only once the server has
+// acknowledged the records below it.
+//
+// Data flow per file: cursor (read, frame lines) → parsers.Decoder →
+// parsers.Joiner → batch (NDJSON) → Publisher (async, bounded window) →
+// PubAck → tracker (contiguous acknowledged prefix) → Store (atomic file).
+package shipper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/faultline/faultline/wire"
+)
+
+// Config is everything a shipper needs. Zero durations and sizes take the
+// defaults of Defaults.
+type Config struct {
+	Paths          []string // globs of plain, json-file or CRI files
+	Containers     []string // path.Match patterns of Docker container names
+	ContainerPaths []string // globs inside matched containers (Ray session logs are added)
+	DockerRoot     string
+	Stdin          io.Reader // non-nil: read it as one more file ("-")
+
+	Cluster string
+	Node    string
+
+	NATS        NATSOptions
+	Stream      StreamOptions
+	MaxInFlight int
+	AckTimeout  time.Duration
+
+	StateDir     string
+	FlushTimeout time.Duration // joiner idle flush
+	BatchBytes   int
+	BatchWait    time.Duration
+	PollInterval time.Duration // how often files at EOF and globs are checked
+
+	Log     *slog.Logger
+	Metrics *Metrics
+}
+
+// RaySessionLogs is tailed inside every matched container.
+const RaySessionLogs = "/tmp/ray/session_latest/logs/*"
+
+// Defaults fills zero fields.
+func (c *Config) Defaults() {
+	if c.Cluster == "" {
+		c.Cluster = "default"
+	}
+	if c.Node == "" {
+		c.Node, _ = os.Hostname()
+	}
+	if c.NATS.URL == "" {
+		c.NATS.URL = "nats://127.0.0.1:4222"
+	}
+	if c.DockerRoot == "" {
+		c.DockerRoot = "/var/lib/docker"
+	}
+	if c.Stream.MaxAge == 0 {
+		c.Stream.MaxAge = 7 * 24 * time.Hour
+	}
+	if c.Stream.Duplicates == 0 {
+		c.Stream.Duplicates = 10 * time.Minute
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 16
+	}
+	if c.StateDir == "" {
+		c.StateDir = "./shipper-state"
+	}
+	if c.FlushTimeout == 0 {
+		c.FlushTimeout = 200 * time.Millisecond
+	}
+	if c.BatchBytes == 0 {
+		c.BatchBytes = 256 << 10
+	}
+	if c.BatchWait == 0 {
+		c.BatchWait = 100 * time.Millisecond
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = 250 * time.Millisecond
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics()
+	}
+}
+
+// Shipper runs the inputs of one node.
+type Shipper struct {
+	cfg       Config
+	log       *slog.Logger
+	metrics   *Metrics
+	store     *Store
+	pub       *Publisher
+	subject   string
+	softLimit int // close a batch once its body reaches this
+	hardLimit int // a body never exceeds this (server max payload less headers)
+
+	mu     sync.Mutex
+	paths  map[string]bool   // host paths being followed
+	inodes map[devIno]string // open files, so one file is never read twice
+	wg     sync.WaitGroup
+	once   map[string]bool // messages said once (unreachable container roots)
+}
+
+// Run ships until ctx is done (then it waits up to 5 s for in-flight acks and
+// saves the offsets) or until stdin ends when stdin is the only input.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.Defaults()
+	if len(cfg.Paths) == 0 && len(cfg.Containers) == 0 && cfg.Stdin == nil {
+		return errors.New("nothing to ship: give --path, --container or -")
+	}
+	for _, p := range cfg.Paths {
+		if _, err := filepath.Match(p, ""); err != nil {
+			return fmt.Errorf("--path %q: %w", p, err)
+		}
+	}
+	store, err := OpenStore(cfg.StateDir, cfg.Log)
+	if err != nil {
+		return err
+	}
+	sh := &Shipper{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, store: store,
+		subject: wire.LogsSubject(cfg.Cluster, cfg.Node),
+		paths:   map[string]bool{}, inodes: map[devIno]string{}, once: map[string]bool{}}
+
+	storeCtx, stopStore := context.WithCancel(context.Background())
+	storeDone := make(chan struct{})
+	go func() { store.Run(storeCtx); close(storeDone) }()
+	defer func() { stopStore(); <-storeDone }()
+
+	sh.pub, err = Connect(ctx, cfg.NATS, cfg.Stream, PublisherOptions{MaxInFlight: cfg.MaxInFlight, AckTimeout: cfg.AckTimeout,
+		Name: "faultline-shipper " + cfg.Node}, cfg.Log, cfg.Metrics)
+	if err != nil {
+		return err
+	}
+	defer sh.pub.Close()
+	sh.hardLimit = sh.pub.MaxPayload() - 1024 // headers and slack
+	sh.softLimit = min(cfg.BatchBytes, sh.hardLimit)
+	sh.log.Info("shipping", "subject", sh.subject, "max_payload", sh.pub.MaxPayload(), "batch_bytes", sh.softLimit,
+		"paths", cfg.Paths, "containers", cfg.Containers)
+
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	if cfg.Stdin != nil {
+		sh.wg.Add(1)
+		go func() {
+			defer sh.wg.Done()
+			c := sh.newStdinCursor(cfg.Stdin)
+			c.follow(readCtx)
+			if len(cfg.Paths) == 0 && len(cfg.Containers) == 0 {
+				stopReading() // stdin was the only input: done
+			}
+		}()
+	}
+	if len(cfg.Paths) > 0 || len(cfg.Containers) > 0 {
+		sh.wg.Add(1)
+		go func() { defer sh.wg.Done(); sh.discover(readCtx) }()
+	}
+	<-readCtx.Done()
+	sh.wg.Wait()
+
+	// Let in-flight batches be acknowledged so their offsets are saved.
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := sh.pub.Wait(wctx); err != nil {
+		sh.log.Warn("stopping with batches not acknowledged; they will be sent again", "err", err)
+	}
+	stopStore()
+	<-storeDone
+	return store.Flush()
+}
+
+// discover polls the globs and the Docker data root and starts a follower for
+// every new file. Polling (not inotify) is what works the same on overlay and
+// fuse mounts of container file systems and on host paths.
+func (sh *Shipper) discover(ctx context.Context) {
+	t := time.NewTicker(sh.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		for _, g := range sh.cfg.Paths {
+			matches, _ := filepath.Glob(g)
+			for _, m := range matches {
+				sh.start(ctx, source{path: m, display: m})
+			}
+		}
+		if len(sh.cfg.Containers) > 0 {
+			for _, src := range sh.dockerSources() {
+				sh.start(ctx, src)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// start follows src.path unless it is followed already.
+func (sh *Shipper) start(ctx context.Context, src source) {
+	sh.mu.Lock()
+	if sh.paths[src.path] {
+		sh.mu.Unlock()
+		return
+	}
+	if fi, err := os.Stat(src.path); err != nil || !fi.Mode().IsRegular() {
+		sh.mu.Unlock()
+		return
+	} else if other, ok := sh.inodes[statDevIno(fi)]; ok && other != src.path {
+		sh.mu.Unlock()
+		return // the same file under another name (a rotated copy being drained)
+	}
+	sh.paths[src.path] = true
+	sh.mu.Unlock()
+	sh.wg.Add(1)
+	go func() {
+		defer sh.wg.Done()
+		defer func() {
+			sh.mu.Lock()
+			delete(sh.paths, src.path)
+			sh.mu.Unlock()
+		}()
+		sh.follow(ctx, src)
+	}()
+}
+
+// follow reads the file at src.path, then the file that replaces it after a
+// rename rotation, until the path is gone or ctx ends.
+func (sh *Shipper) follow(ctx context.Context, src source) {
+	sh.drainRotated(ctx, src)
+	for ctx.Err() == nil {
+		f, err := os.Open(src.path)
+		if err != nil {
+			return // gone; discovery starts over if it comes back
+		}
+		c, err := sh.newCursor(src, f)
+		if errors.Is(err, errNotReady) {
+			f.Close()
+			select { // empty or first line incomplete: wait for it
+			case <-ctx.Done():
+			case <-time.After(sh.cfg.PollInterval):
+			}
+			continue
+		}
+		if err != nil {
+			f.Close()
+			sh.log.Error("cannot follow", "file", src.path, "err", err)
+			return
+		}
+		if !sh.hold(c.di, src.path) {
+			f.Close()
+			return
+		}
+		sh.metrics.files.Inc()
+		c.log.Debug("following", "offset", c.base, "key", c.key)
+		res := c.follow(ctx)
+		f.Close()
+		sh.release(c.di)
+		sh.metrics.files.Dec()
+		sh.metrics.lag.DeleteLabelValues(src.path)
+		if res != followRotated {
+			return
+		}
+		c.log.Info("rotated, following the new file")
+	}
+}
+
+func (sh *Shipper) hold(di devIno, path string) bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if other, ok := sh.inodes[di]; ok && other != path {
+		return false
+	}
+	sh.inodes[di] = path
+	return true
+}
+
+func (sh *Shipper) release(di devIno) {
+	sh.mu.Lock()
+	delete(sh.inodes, di)
+	sh.mu.Unlock()
+}
+
+// drainRotated finishes src.path + ".1" when the shipper stopped while it
+// was still behind on it: Docker renamed the file while we were down.
+func (sh *Shipper) drainRotated(ctx context.Context, src source) {
+	p := src.path + ".1"
+	f, err := os.Open(p)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return
+	}
+	fp, err := fingerprint(f)
+	if err != nil {
+		return
+	}
+	di := statDevIno(fi)
+	key := fmt.Sprintf("%d:%d:%s", di.dev, di.ino, fp)
+	e, ok := sh.store.Get(key)
+	if !ok || e.Offset >= fi.Size() || !sh.hold(di, p) {
+		return
+	}
+	defer sh.release(di)
+	rsrc := src
+	rsrc.path = p
+	c, err := sh.newCursor(rsrc, f)
+	if err != nil {
+		return
+	}
+	c.log.Info("finishing rotated file left behind", "offset", c.base, "size", fi.Size())
+	c.ctx = ctx
+	for ctx.Err() == nil {
+		n, err := c.fill()
+		if n == 0 || err != nil {
+			break
+		}
+		c.lines()
+	}
+	c.finish()
+}
