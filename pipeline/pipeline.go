@@ -244,8 +244,7 @@ type cursor struct {
 	gz      *gzip.Reader
 	reader  *parsers.Reader
 	joiner  *parsers.Joiner
-	queue   []parsers.Record
-	qi      int
+	queue   recordHeap
 	eof     bool
 	lines   int
 	records int
@@ -283,7 +282,7 @@ func openCursor(f File, idx int, cluster string, warn func(error)) (*cursor, err
 	c.reader = parsers.NewReader(r, parsers.ReaderOptions{EOFIsEnd: true, Warn: c.warn})
 	origin := parsers.Origin{Cluster: cluster, Node: f.Node, Container: f.Container, File: f.Path, FileID: id}
 	c.joiner = parsers.NewJoiner(origin, parsers.JoinOptions{}, func(r parsers.Record) {
-		c.queue = append(c.queue, r)
+		heap.Push(&c.queue, r)
 	})
 	return c, nil
 }
@@ -297,30 +296,37 @@ func (c *cursor) close() {
 	}
 }
 
+// maxReorder bounds how many completed records a cursor holds back while an
+// earlier record of another process is still being joined.
+const maxReorder = 4096
+
 // advance loads the file's next event into c.head; false at the end.
+//
+// The joiner completes records in the order they end, not the order they
+// start (a `ray status` block stays open while other processes log), so
+// completed records wait in an offset-ordered heap until no earlier record is
+// pending: events then come out in file order.
 func (c *cursor) advance() bool {
-	for c.qi >= len(c.queue) {
+	for !c.ready() {
 		if c.eof {
-			return false
-		}
-		c.queue, c.qi = c.queue[:0], 0
-		for len(c.queue) == 0 && !c.eof {
-			l, err := c.reader.Next()
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					c.warn(err)
-				}
-				c.eof = true
-				c.joiner.Flush()
-				break
+			if len(c.queue) == 0 {
+				return false
 			}
-			c.lines++
-			c.joiner.Add(l)
+			break
 		}
+		l, err := c.reader.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				c.warn(err)
+			}
+			c.eof = true
+			c.joiner.Flush()
+			continue
+		}
+		c.lines++
+		c.joiner.Add(l)
 	}
-	rec := c.queue[c.qi]
-	c.queue[c.qi] = parsers.Record{}
-	c.qi++
+	rec := heap.Pop(&c.queue).(parsers.Record)
 	c.records++
 	c.head = parsers.Parse(rec)
 	if c.head.Time.IsZero() {
@@ -330,6 +336,33 @@ func (c *cursor) advance() bool {
 		c.last = c.head.Time
 	}
 	return true
+}
+
+// ready reports whether the earliest completed record can be released.
+func (c *cursor) ready() bool {
+	if len(c.queue) == 0 {
+		return false
+	}
+	if c.eof || len(c.queue) >= maxReorder {
+		return true
+	}
+	off, pending := c.joiner.PendingOffset()
+	return !pending || c.queue[0].Offset < off
+}
+
+// recordHeap orders completed records by file offset.
+type recordHeap []parsers.Record
+
+func (h recordHeap) Len() int           { return len(h) }
+func (h recordHeap) Less(i, j int) bool { return h[i].Offset < h[j].Offset }
+func (h recordHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *recordHeap) Push(x any)        { *h = append(*h, x.(parsers.Record)) }
+func (h *recordHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = parsers.Record{}
+	*h = old[:len(old)-1]
+	return r
 }
 
 type cursorHeap []*cursor
