@@ -1,0 +1,45 @@
+package parsers
+
+import (
+	"testing"
+	"time"
+)
+
+// FuzzParse checks that Parse never panics, always names one of the six
+// sources and a known level, and never returns a message longer than the text.
+func FuzzParse(f *testing.F) {
+	for _, s := range benchLines {
+		f.Add(s)
+	}
+	for _, s := range []string{
+		"", "\n", "(", "[", "[rank", "[rank0]:", "(pid=1) ", "[2025-07-23 10:05:49,679 W 1 1]",
+		"[W1129 20:00:53.1 a.cc:1]", "[E a.cc:1]", "INFO 08-23 10:16:22 [", "NCCL INFO", "NCCL version ",
+		"h:1:2 [0] x.cc:1 (f NCCL WARN", "Traceback (most recent call last):\n  File \"x\"\nE",
+		"[2026-11-29 20:00:53] NCCL WARN", "======== Autoscaler status: 2025", "a.py:1: UserWarning",
+		"(VllmWorker rank=0 pid=1) ERROR 05-17 01:58:02 [a.py:1] x\n(VllmWorker rank=0 pid=1) ERROR 05-17 01:58:02 [a.py:1] y",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		ev := Parse(Record{Text: text, Time: time.Time{}})
+		switch ev.Source {
+		case SourceRay, SourceVLLM, SourceNCCL, SourceTorch, SourcePython, SourceOther:
+		default:
+			t.Fatalf("source %q", ev.Source)
+		}
+		switch ev.Level {
+		case "", LevelDebug, LevelInfo, LevelWarning, LevelError, LevelCritical:
+		default:
+			t.Fatalf("level %q", ev.Level)
+		}
+		if len(ev.Message) > len(text) {
+			t.Fatalf("message %d bytes > text %d bytes", len(ev.Message), len(text))
+		}
+		if ev.Text != text {
+			t.Fatal("record text changed")
+		}
+		if ev.Fields != nil && len(ev.Fields) == 0 {
+			t.Fatal("empty fields map allocated")
+		}
+	})
+}
