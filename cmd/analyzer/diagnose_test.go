@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/faultline/faultline/rule"
+)
+
+const seed = "../../testdata/logs/seed"
+
+// diagnose runs `analyzer diagnose args...` in-process and returns stdout,
+// stderr and the exit code.
+func diagnose(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"diagnose"}, args...), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func diagnoseJSON(t *testing.T, args ...string) []rule.Finding {
+	t.Helper()
+	out, errs, code := diagnose(t, append([]string{"--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("diagnose %v: exit %d\n%s", args, code, errs)
+	}
+	var fs []rule.Finding
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var f rule.Finding
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("bad JSON line %q: %v", line, err)
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+func active(fs []rule.Finding, severity string) []rule.Finding {
+	var out []rule.Finding
+	for _, f := range fs {
+		if f.Status == "active" && (severity == "" || f.Severity == severity) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func TestDiagnoseSeedFailedLaunch(t *testing.T) {
+	fs := diagnoseJSON(t, seed+"/failed")
+	crit := active(fs, rule.SeverityCritical)
+	if len(crit) != 1 {
+		t.Fatalf("want exactly one critical finding, got %d: %+v", len(crit), fs)
+	}
+	f := crit[0]
+	if f.Rule != "ray-node-ip-mismatch" || f.Cause != "ray-node-ip-mismatch" || f.Confidence != "high" {
+		t.Errorf("finding = %s/%s/%s, want ray-node-ip-mismatch with high confidence", f.Rule, f.Cause, f.Confidence)
+	}
+	if len(fs) == 0 || fs[0].ID != f.ID {
+		t.Errorf("the IP mismatch must be the first finding")
+	}
+	for _, want := range []string{"192.168.200.12", "10.1.230.180 (spark-1)", "10.1.230.181 (spark-2)"} {
+		if !strings.Contains(f.Summary, want) {
+			t.Errorf("summary lacks %q: %s", want, f.Summary)
+		}
+	}
+	if !contains(f.Facts["requested_node"], "192.168.200.12") || !contains(f.Facts["registered_ip"], "10.1.230.180") {
+		t.Errorf("facts = %v", f.Facts)
+	}
+	for _, want := range []string{"VLLM_HOST_IP=10.1.230.180", "VLLM_HOST_IP=10.1.230.181", "--node-ip-address"} {
+		if !strings.Contains(f.Remediation, want) {
+			t.Errorf("remediation lacks %q: %s", want, f.Remediation)
+		}
+	}
+	nodes := map[string]bool{}
+	for _, e := range f.Evidence {
+		nodes[e.Node] = true
+		if e.File == "" || e.Line <= 0 || e.Text == "" || e.RecordID == "" {
+			t.Errorf("incomplete evidence %+v", e)
+		}
+	}
+	if !nodes["spark-1"] || !nodes["spark-2"] {
+		t.Errorf("evidence must come from both nodes, got %v", nodes)
+	}
+	ruledOut := map[string]bool{}
+	for _, r := range f.RuledOut {
+		ruledOut[r.Cause] = true
+		if r.Reason == "" {
+			t.Errorf("ruled-out %s has no reason", r.Cause)
+		}
+	}
+	if !ruledOut["gpu-not-visible"] {
+		t.Errorf("gpu-not-visible must be ruled out, got %+v", f.RuledOut)
+	}
+}
+
+func TestDiagnoseSeedFixedLaunch(t *testing.T) {
+	fs := diagnoseJSON(t, seed+"/fixed")
+	if crit := active(fs, rule.SeverityCritical); len(crit) != 0 {
+		t.Fatalf("the successful launch must give no critical finding, got %+v", crit)
+	}
+}
+
+// Both launches in the same files: the failed launch's finding is resolved by
+// the later healthy one, and no fact of the first leaks into the second.
+func TestDiagnoseSeedBothLaunches(t *testing.T) {
+	fs := diagnoseJSON(t, seed+"/both")
+	if crit := active(fs, rule.SeverityCritical); len(crit) != 0 {
+		t.Fatalf("no active critical finding expected after the healthy relaunch, got %+v", crit)
+	}
+	var resolved []rule.Finding
+	for _, f := range fs {
+		if f.Status == "resolved" {
+			resolved = append(resolved, f)
+		}
+	}
+	if len(resolved) != 1 || resolved[0].Rule != "ray-node-ip-mismatch" || resolved[0].Launch != 1 {
+		t.Fatalf("want the launch-1 IP mismatch resolved, got %+v", resolved)
+	}
+}
+
+func TestDiagnoseHumanOutput(t *testing.T) {
+	out, _, code := diagnose(t, "spark-1="+seed+"/failed/spark-1", "spark-2="+seed+"/failed/spark-2")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"== CRITICAL ==", "[CRITICAL] ray-node-ip-mismatch", "Evidence:", "Ruled out:", "Fix:",
+		"spark-2:" + seed + "/failed/spark-2/vllm-qwen35-json.log:",
+		"gpu-not-visible:",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestDiagnoseFailOn(t *testing.T) {
+	if _, _, code := diagnose(t, "--fail-on", "critical", seed+"/failed"); code != 3 {
+		t.Errorf("--fail-on critical on the failed launch: exit %d, want 3", code)
+	}
+	if _, _, code := diagnose(t, "--fail-on", "critical", seed+"/fixed"); code != 0 {
+		t.Errorf("--fail-on critical on the healthy launch: exit %d, want 0", code)
+	}
+	if _, errs, code := diagnose(t, "--fail-on", "fatal", seed+"/fixed"); code != 1 || !strings.Contains(errs, "fatal") {
+		t.Errorf("bad --fail-on: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestDiagnoseBadInput(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.log")
+	os.WriteFile(empty, nil, 0o644)
+	binary := filepath.Join(dir, "core.bin")
+	os.WriteFile(binary, append([]byte("\x7fELF\x00\x00\x01"), bytes.Repeat([]byte{0, 1, 2, 0xff}, 512)...), 0o644)
+	unreadable := filepath.Join(dir, "secret.log")
+	os.WriteFile(unreadable, []byte("x\n"), 0o000)
+
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{"missing path", []string{filepath.Join(dir, "nope")}, 1, "nope"},
+		{"no args", nil, 1, "no input"},
+		{"empty file", []string{empty}, 1, "no log lines"},
+		{"binary file warns and goes on", []string{binary, seed + "/failed"}, 0, "core.bin"},
+	}
+	if os.Geteuid() != 0 { // root reads anything
+		tests = append(tests, struct {
+			name     string
+			args     []string
+			code     int
+			inStderr string
+		}{"unreadable file warns", []string{unreadable, seed + "/fixed"}, 0, "secret.log"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errs, code := diagnose(t, tt.args...)
+			if code != tt.code || !strings.Contains(errs, tt.inStderr) {
+				t.Errorf("exit %d (want %d), stderr %q (want it to mention %q)", code, tt.code, errs, tt.inStderr)
+			}
+		})
+	}
+}
+
+// The real cases from public bug reports that issue 2 names.
+func TestDiagnoseRealCases(t *testing.T) {
+	real := "../../testdata/logs/real/"
+	tests := []struct {
+		dir   string
+		first string // "" = no critical finding
+	}{
+		{"02-ray-ip-get-ip-mismatch-l4", "ray-node-ip-mismatch"},
+		{"24-ray-pg-strict-pack-8gpu-on-1gpu", "ray-insufficient-gpus"},
+		{"34-gpu-not-visible-docker-no-gpus-flag", "gpu-not-visible"},
+		{"29-healthy-vllm-tp2-single-node-nccl-socket", ""},
+		{"../nccl-runs/healthy.log", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			fs := diagnoseJSON(t, real+tt.dir)
+			crit := active(fs, rule.SeverityCritical)
+			if tt.first == "" {
+				if len(crit) != 0 {
+					t.Fatalf("healthy logs raised %+v", crit)
+				}
+				return
+			}
+			if len(fs) == 0 || fs[0].Cause != tt.first {
+				t.Fatalf("first finding %+v, want cause %s", fs, tt.first)
+			}
+		})
+	}
+}
+
+func TestDiagnoseExtraRulesDir(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "disk.yaml"), []byte(`id: ray-disk-full
+cause: port-in-use
+severity: warning
+title: test rule
+facts:
+  full:
+    from:
+      - regex: 'is over (?P<value>\d+)% full'
+condition: len(full) > 0
+summary: disk {{ first .full }}% full
+remediation: free space
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "x.log"), []byte("file_system_monitor.cc:116: /tmp/ray/session is over 95% full, available space: 1 GB\n"), 0o644)
+	fs := diagnoseJSON(t, "--rules", dir, filepath.Join(dir, "x.log"))
+	if len(fs) != 1 || fs[0].Rule != "ray-disk-full" || fs[0].Summary != "disk 95% full" {
+		t.Fatalf("--rules DIR not used: %+v", fs)
+	}
+	os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte("id: [oops\n"), 0o644)
+	_, errs, code := diagnose(t, "--rules", dir, filepath.Join(dir, "x.log"))
+	if code != 1 || !strings.Contains(errs, "broken.yaml:1:") {
+		t.Fatalf("a malformed rule must fail loading naming file:line; exit %d, %q", code, errs)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
