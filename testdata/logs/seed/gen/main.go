@@ -813,7 +813,7 @@ func headRay(L *launch, rng *rand.Rand) map[string]string {
 	tw := L.start.Add(14*time.Second + 402*time.Millisecond)
 	gcs.l(cpp(tw, "I", gpid, gpid, "gcs_server", "gcs_node_manager.cc", 85, fmt.Sprintf("Registering node info, node id = %s, address = %s, node name = %s", L.wrkNode, L.workerRayIP, L.workerRayIP)))
 	gcs.l(cpp(tw.Add(1*time.Millisecond), "I", gpid, gpid, "gcs_server", "gcs_node_manager.cc", 101, fmt.Sprintf("Finished registering node info, node id = %s, address = %s, node name = %s", L.wrkNode, L.workerRayIP, L.workerRayIP)))
-	tj := L.start.Add(57*time.Second + 112*time.Millisecond)
+	tj := L.start.Add(41*time.Second + 612*time.Millisecond)
 	gcs.l(cpp(tj, "I", gpid, gpid, "gcs_server", "gcs_job_manager.cc", 140, "Finished marking job state, job id = 01000000"))
 	pgID := hexID(rng, 36)
 	gcs.l(cpp(tj.Add(61*time.Millisecond), "I", gpid, gpid, "gcs_server", "gcs_placement_group_manager.cc", 76, fmt.Sprintf("Registering placement group, placement group id = %s, name = , strategy = 0", pgID)))
@@ -920,9 +920,9 @@ func raylet(rl *plain, t time.Time, pid int, node, ip, host string, nmPort, omPo
 		rl.l(cpp(ms(55000), "I", pid, pid+17, "raylet", "metrics_agent_client.cc", 42, "Exporter initialized."))
 		return
 	}
-	rl.l(cpp(ms(56500), "I", pid, pid, "raylet", "placement_group_resource_manager.cc", 104, "Bundle committed for placement group, bundle index=0"))
-	rl.l(cpp(ms(56800), "I", pid, pid, "raylet", "worker_pool.cc", 533, fmt.Sprintf("Started worker process with pid %d, the token is 2", workerPID)))
-	rl.l(cpp(ms(58100), "I", pid, pid, "raylet", "local_lease_manager.cc", 711, "Worker "+fmt.Sprint(workerPID)+" is assigned to actor RayWorkerWrapper"))
+	rl.l(cpp(ms(39500), "I", pid, pid, "raylet", "placement_group_resource_manager.cc", 104, "Bundle committed for placement group, bundle index=0"))
+	rl.l(cpp(ms(39800), "I", pid, pid, "raylet", "worker_pool.cc", 533, fmt.Sprintf("Started worker process with pid %d, the token is 2", workerPID)))
+	rl.l(cpp(ms(41100), "I", pid, pid, "raylet", "local_lease_manager.cc", 711, "Worker "+fmt.Sprint(workerPID)+" is assigned to actor RayWorkerWrapper"))
 }
 
 func workerRay(L *launch) string {
