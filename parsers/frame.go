@@ -243,7 +243,7 @@ func (d *Decoder) decodeJSON(raw []byte, offset, size int64, num int) (Line, boo
 			return d.broken(raw, offset, size, num, 0, "json-file", errors.New(`no "log" field`))
 		}
 		d.scratch = append(d.scratch[:0], *rec.Log...)
-		text, stream, ts = d.scratch, internStream(rec.Stream), rec.Time
+		text, stream, ts = d.scratch, internStream(rec.Stream), []byte(rec.Time)
 	}
 	t := parseLogTime(ts)
 	p := d.partialFor(stream)
@@ -270,29 +270,31 @@ func (d *Decoder) decodeJSON(raw []byte, offset, size int64, num int) (Line, boo
 // fastJSON decodes the exact shape moby writes, {"log":"..","stream":"..","time":".."},
 // into d.scratch. Anything else (attrs, other key order, surrogate escapes,
 // invalid JSON) returns ok=false so that encoding/json decides.
-func (d *Decoder) fastJSON(raw []byte) (text []byte, stream, ts string, ok bool) {
+func (d *Decoder) fastJSON(raw []byte) (text []byte, stream string, ts []byte, ok bool) {
 	const head = `{"log":"`
 	if !bytes.HasPrefix(raw, []byte(head)) {
-		return nil, "", "", false
+		return nil, "", nil, false
 	}
 	buf := d.scratch[:0]
 	i := len(head)
 	for {
-		// Copy the run of plain bytes up to the next quote or backslash.
-		j := i
-		for j < len(raw) && raw[j] != '"' && raw[j] != '\\' && raw[j] >= 0x20 {
-			j++
+		// Find the closing quote, then copy plain runs between escapes;
+		// both searches are vectorised and a log line has few escapes
+		// (usually just the final \n).
+		q := bytes.IndexByte(raw[i:], '"')
+		if q < 0 {
+			return nil, "", nil, false
 		}
-		buf = append(buf, raw[i:j]...)
-		if j >= len(raw) || raw[j] < 0x20 {
-			return nil, "", "", false
-		}
-		if raw[j] == '"' {
-			i = j + 1
+		bs := bytes.IndexByte(raw[i:i+q], '\\')
+		if bs < 0 {
+			buf = append(buf, raw[i:i+q]...)
+			i += q + 1
 			break
 		}
+		j := i + bs
+		buf = append(buf, raw[i:j]...)
 		if j+1 >= len(raw) {
-			return nil, "", "", false
+			return nil, "", nil, false
 		}
 		switch raw[j+1] {
 		case 'n':
@@ -309,17 +311,17 @@ func (d *Decoder) fastJSON(raw []byte) (text []byte, stream, ts string, ok bool)
 			buf = append(buf, '\f')
 		case 'u':
 			if j+6 > len(raw) {
-				return nil, "", "", false
+				return nil, "", nil, false
 			}
-			v, err := strconv.ParseUint(string(raw[j+2:j+6]), 16, 32)
-			if err != nil || (v >= 0xD800 && v < 0xE000) {
-				return nil, "", "", false // surrogates: let encoding/json pair them
+			v, ok := hex4(raw[j+2 : j+6])
+			if !ok || (v >= 0xD800 && v < 0xE000) {
+				return nil, "", nil, false // surrogates: let encoding/json pair them
 			}
 			buf = utf8.AppendRune(buf, rune(v))
 			i = j + 6
 			continue
 		default:
-			return nil, "", "", false
+			return nil, "", nil, false
 		}
 		i = j + 2
 	}
@@ -327,25 +329,43 @@ func (d *Decoder) fastJSON(raw []byte) (text []byte, stream, ts string, ok bool)
 	rest := raw[i:]
 	const streamKey = `,"stream":"`
 	if !bytes.HasPrefix(rest, []byte(streamKey)) {
-		return nil, "", "", false
+		return nil, "", nil, false
 	}
 	rest = rest[len(streamKey):]
 	q := bytes.IndexByte(rest, '"')
 	if q < 0 || bytes.IndexByte(rest[:q], '\\') >= 0 {
-		return nil, "", "", false
+		return nil, "", nil, false
 	}
 	stream = internStreamBytes(rest[:q])
 	rest = rest[q+1:]
 	const timeKey = `,"time":"`
 	if !bytes.HasPrefix(rest, []byte(timeKey)) {
-		return nil, "", "", false
+		return nil, "", nil, false
 	}
 	rest = rest[len(timeKey):]
 	q = bytes.IndexByte(rest, '"')
 	if q < 0 || string(rest[q:]) != `"}` {
-		return nil, "", "", false
+		return nil, "", nil, false
 	}
-	return buf, stream, string(rest[:q]), true
+	return buf, stream, rest[:q], true
+}
+
+func hex4(b []byte) (uint32, bool) {
+	var v uint32
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint32(c)
+	}
+	return v, true
 }
 
 func internStream(s string) string {
@@ -372,18 +392,18 @@ func internStreamBytes(b []byte) string {
 // UTC layout moby and containerd write is parsed by hand (time.Parse costs
 // more than the rest of the framing); anything else goes to time.Parse.
 // An unparsable time is zero: the event then takes its time from the line.
-func parseLogTime(s string) time.Time {
+func parseLogTime[S ~string | ~[]byte](s S) time.Time {
 	if t, ok := parseUTCFast(s); ok {
 		return t
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := time.Parse(time.RFC3339Nano, string(s))
 	if err != nil {
 		return time.Time{}
 	}
-	return t
+	return t.UTC() // one zone for all container times, as Docker writes them
 }
 
-func parseUTCFast(s string) (time.Time, bool) {
+func parseUTCFast[S ~string | ~[]byte](s S) (time.Time, bool) {
 	// 2006-01-02T15:04:05[.fffffffff]Z
 	if len(s) < 20 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
 		return time.Time{}, false
@@ -435,10 +455,10 @@ func parseUTCFast(s string) (time.Time, bool) {
 // splitCRI splits "<time> <stream> <tags> <content>". The content may be
 // empty ("<time> stdout F" with nothing after the tag is what an empty line
 // looks like).
-func splitCRI(line []byte) (ts string, stream string, partialLine bool, content []byte, ok bool) {
+func splitCRI(line []byte) (ts []byte, stream string, partial bool, content []byte, ok bool) {
 	sp := bytes.IndexByte(line, ' ')
 	if sp < 20 || sp > 40 || line[4] != '-' || line[10] != 'T' || line[0] < '0' || line[0] > '9' {
-		return "", "", false, nil, false
+		return nil, "", false, nil, false
 	}
 	tsb := line[:sp]
 	rest := line[sp+1:]
@@ -448,7 +468,7 @@ func splitCRI(line []byte) (ts string, stream string, partialLine bool, content 
 	case bytes.HasPrefix(rest, []byte("stderr ")):
 		stream = "stderr"
 	default:
-		return "", "", false, nil, false
+		return nil, "", false, nil, false
 	}
 	rest = rest[7:]
 	end := bytes.IndexByte(rest, ' ')
@@ -462,12 +482,12 @@ func splitCRI(line []byte) (ts string, stream string, partialLine bool, content 
 	}
 	switch string(tags) {
 	case "P":
-		partialLine = true
+		partial = true
 	case "F":
 	default:
-		return "", "", false, nil, false
+		return nil, "", false, nil, false
 	}
-	return string(tsb), stream, partialLine, content, true
+	return tsb, stream, partial, content, true
 }
 
 func (d *Decoder) decodeCRI(raw []byte, offset, size int64, num int, rawDropped int64) (Line, bool, error) {
@@ -505,14 +525,18 @@ func (d *Decoder) decodeCRI(raw []byte, offset, size int64, num int, rawDropped 
 // truncation marker when bytes were dropped. b may be modified in place.
 func (d *Decoder) finish(b []byte, dropped int64) string {
 	if dropped > 0 {
+		n := len(b)
 		b = trimIncompleteRune(b)
+		dropped += int64(n - len(b))
 	}
 	b = stripEscapes(b)
 	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
 		b = b[:len(b)-1]
 	}
-	if i := bytes.LastIndexByte(b, '\r'); i >= 0 {
-		b = b[i+1:]
+	// IndexByte first: it is vectorised, LastIndexByte is not, and most
+	// lines have no CR at all.
+	if bytes.IndexByte(b, '\r') >= 0 {
+		b = b[bytes.LastIndexByte(b, '\r')+1:]
 	}
 	var s string
 	if utf8.Valid(b) {

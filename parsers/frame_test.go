@@ -237,7 +237,7 @@ func TestFrameFinishText(t *testing.T) {
 			t.Errorf("%s: finish(%q) = %q, want %q", tt.name, tt.in, got, tt.want)
 		}
 	}
-	if got := d.finish([]byte("ab\xe2\x9c"), 7); got != "ab …[truncated 7 bytes]" {
+	if got := d.finish([]byte("ab\xe2\x9c"), 7); got != "ab …[truncated 9 bytes]" {
 		t.Errorf("truncated cut rune: got %q", got)
 	}
 }
@@ -263,7 +263,7 @@ func TestFrameFastJSONMatchesEncodingJSON(t *testing.T) {
 			if err := json.Unmarshal(raw, &rec); err != nil {
 				t.Fatal(err)
 			}
-			if string(text) != *rec.Log || s != rec.Stream || ts != rec.Time {
+			if string(text) != *rec.Log || s != rec.Stream || string(ts) != rec.Time {
 				t.Errorf("fast path %q %q %q, encoding/json %q %q %q", text, s, ts, *rec.Log, rec.Stream, rec.Time)
 			}
 		}

@@ -92,6 +92,9 @@ func (r *Reader) rawLimit() int {
 		// six times: a valid record is never near this.
 		return max(r.opts.MaxLineBytes, 256<<10)
 	}
+	if r.dec.format == FormatCRI {
+		return r.opts.MaxLineBytes + 64 // the "<time> <stream> <tag> " header
+	}
 	return r.opts.MaxLineBytes
 }
 
