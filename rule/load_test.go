@@ -1,0 +1,69 @@
+package rule
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Each broken file must be reported with its own name and the line of the
+// offending key, in file:line:col form.
+func TestLintReportsFileAndLine(t *testing.T) {
+	_, err := LoadDir("testdata/bad")
+	var le *LoadError
+	if !errors.As(err, &le) {
+		t.Fatalf("LoadDir(testdata/bad) = %v, want a LoadError", err)
+	}
+	tests := []struct {
+		file string
+		line int
+		msg  string
+	}{
+		{"unknown-key.yaml", 9, "colour"},
+		{"bad-regex.yaml", 8, "regex"},
+		{"bad-expr.yaml", 9, "unknown name y"},
+		{"unknown-cause.yaml", 2, "unknown cause \"cosmic-rays\""},
+		{"bad-template.yaml", 10, "summary"},
+		{"syntax.yaml", 3, ""},
+		{"dup-b.yaml", 1, "duplicate rule id \"same\""},
+		{"bad-severity.yaml", 3, "fatal"},
+	}
+	for _, tt := range tests {
+		found := false
+		for _, p := range le.Problems {
+			if strings.HasSuffix(p.File, "/"+tt.file) && p.Line == tt.line && strings.Contains(p.Message, tt.msg) {
+				found = true
+				if want := "testdata/bad/" + tt.file + ":"; !strings.HasPrefix(p.String(), want) {
+					t.Errorf("%s: message %q does not start with %q", tt.file, p.String(), want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no problem reported for %s line %d containing %q; got:\n%v", tt.file, tt.line, tt.msg, err)
+		}
+	}
+}
+
+func TestBuiltinPackLoads(t *testing.T) {
+	rs, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) < 3 {
+		t.Fatalf("built-in pack has %d rules", len(rs))
+	}
+}
+
+func TestRequiredLiteral(t *testing.T) {
+	tests := map[string]string{
+		`Local node IP: (?P<value>\S+)`:          "Local node IP: ",
+		`No available node types .*?'node:(\S+)'`: "No available node types ",
+		`(?i)cuda out of memory`:                  "",
+		`a|b`:                                     "",
+	}
+	for re, want := range tests {
+		if got := requiredLiteral(re); got != want {
+			t.Errorf("requiredLiteral(%q) = %q, want %q", re, got, want)
+		}
+	}
+}
