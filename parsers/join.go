@@ -26,6 +26,9 @@ const (
 	staleLines    = 4096
 	sweepInterval = 1024
 	prefixCacheN  = 8
+	// maxMessageLines bounds the unindented lines taken as the rest of an
+	// exception message.
+	maxMessageLines = 32
 )
 
 // Joiner joins consecutive Lines into Records. Lines are grouped per
@@ -86,6 +89,7 @@ type pendingRecord struct {
 	active  bool
 	state   uint8
 	inExc   bool // frames belong to an exception message (it may go on after them)
+	msgRun  int  // lines of the exception message so far
 	hdr     string
 	offset  int64
 	num     int
@@ -120,11 +124,11 @@ func (j *Joiner) Add(l Line) {
 	prefix, rest := j.splitPrefix(l.Text)
 	blank := blankLine(rest)
 	var key joinKey
-	if blank && prefix == "" {
-		// A bare blank line says nothing about its writer; it belongs with
-		// what its stream said last (NCCL's WARN starts with "\n", Python
-		// separates chained tracebacks with blank lines).
-		key = j.streamLastKey(l.Stream)
+	if last := j.streamLastKey(l.Stream); blank && prefix == last.prefix {
+		// A blank line says nothing more about its writer than its prefix;
+		// it belongs with what its stream said last (NCCL's WARN starts
+		// with "\n", Python separates chained tracebacks with blank lines).
+		key = last
 	} else {
 		key = joinKey{stream: l.Stream, prefix: prefix, nccl: ncclWriterKey(rest)}
 	}
@@ -294,6 +298,7 @@ func (p *pendingRecord) start(l Line, rest, hdr string, blank bool, now time.Tim
 	p.last, p.lastSeq = now, seq
 	p.hdr = hdr
 	p.inExc = false
+	p.msgRun = 0
 	p.state = recPlain
 	switch {
 	case blank:
@@ -374,11 +379,13 @@ func (p *pendingRecord) continues(rest, hdr string, blank bool) bool {
 		p.state = recExcMsg // "pkg.ErrType: message" ends the traceback
 		return true
 	case recExcMsg:
-		if tracebackStarts(rest) || startsEntry(rest) {
+		if tracebackStarts(rest) || startsEntry(rest) || p.msgRun >= maxMessageLines {
 			return false
 		}
 		// Exception messages span lines: NCCL's "Last error:\n<cause>",
-		// Ray's version table, vLLM's long ValueErrors.
+		// Ray's version table, vLLM's long ValueErrors. The cap limits what
+		// an unrelated plain line after a traceback can drag in.
+		p.msgRun++
 		return true
 	case recAfterExc, recChain:
 		if chainMarker(rest) {
