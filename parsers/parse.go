@@ -48,6 +48,7 @@ func parseRecord(r Record, now func() time.Time) Event {
 	// WARN starts with a newline, so a record may begin with an empty line
 	// or a bare process prefix.
 	text := r.Text
+	var pbuf [4]Prefix
 	var prefixes []Prefix
 	var line, rest string
 	lineEnd := 0
@@ -59,7 +60,7 @@ func parseRecord(r Record, now func() time.Time) Event {
 			end += off
 		}
 		l := trimCR(text[off:end])
-		ps, rs := splitPrefixesFast(l)
+		ps, rs := splitPrefixesFast(pbuf[:0], l)
 		if off == 0 || !isBlank(rs) {
 			line, rest, prefixes = l, rs, ps
 			lineEnd = end
@@ -108,15 +109,6 @@ func parseRecord(r Record, now func() time.Time) Event {
 		ev.Time = p.partial.complete(r.Time, now)
 	}
 	return ev
-}
-
-// splitPrefixesFast calls SplitPrefixes only when the line can start with a
-// prefix, so that most lines never reach a regexp.
-func splitPrefixesFast(l string) ([]Prefix, string) {
-	if len(l) == 0 || (l[0] != '(' && !strings.HasPrefix(l, "[rank")) {
-		return nil, l
-	}
-	return SplitPrefixes(l)
 }
 
 // classify detects the source of the header line's payload and fills p. The

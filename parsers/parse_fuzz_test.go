@@ -43,3 +43,29 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSplitPrefixesFast checks that the hand-written prefix parser agrees
+// with SplitPrefixes.
+func FuzzSplitPrefixesFast(f *testing.F) {
+	for _, s := range []string{
+		"(RayWorkerWrapper pid=223, ip=192.168.141.7) INFO x", "(EngineCore_DP0 pid=479) (RayWorkerWrapper pid=223, ip=192.168.141.7) x",
+		"(pid=12) hello", "(raylet, ip=10.1.230.181) msg", "(raylet) x", "(autoscaler +7s) Error", "(VllmWorker rank=1 pid=219) INFO y",
+		"[rank0]:   File", "[rank1]:[W623 x", "(base) root@ubuntu22:~#", "(most recent call last):", "() x", "(pid=0) x",
+		"(a:b pid=1) x", "(x pid=1,ip=1) y", "(x, pid=1) y", "[rank12]x", "(gcs_server) (pid=3) x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		var buf [4]Prefix
+		got, gotRest := splitPrefixesFast(buf[:0], text)
+		want, wantRest := SplitPrefixes(text)
+		if gotRest != wantRest || len(got) != len(want) {
+			t.Fatalf("%q: fast %d prefixes, rest %q; SplitPrefixes %d, rest %q", text, len(got), gotRest, len(want), wantRest)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%q: prefix %d: fast %+v, SplitPrefixes %+v", text, i, got[i], want[i])
+			}
+		}
+	})
+}

@@ -11,8 +11,11 @@ import "strings"
 func analyzeException(p *lineParse) {
 	ev := p.ev
 	msg := ev.Message
-	if strings.Contains(msg, "Traceback (most recent call last)") || strings.HasPrefix(msg, "  File \"") ||
-		strings.Contains(msg, "\n  File \"") {
+	multi := strings.IndexByte(msg, '\n') >= 0
+	// A one-line record holds at most a piece of a traceback; scanning it
+	// for the header would cost every line a search.
+	if strings.HasPrefix(msg, "Traceback (most recent call last)") || strings.HasPrefix(msg, "  File \"") ||
+		multi && (strings.Contains(msg, "Traceback (most recent call last)") || strings.Contains(msg, "\n  File \"")) {
 		analyzeTraceback(p, msg)
 		return
 	}

@@ -73,6 +73,11 @@ func parseUvicorn(p *lineParse, s string) bool {
 // setRepeated records Ray's log de-duplication count ("... [repeated 31x
 // across cluster]"), so that counts of per-rank lines can be corrected.
 func setRepeated(p *lineParse, msg string) {
+	// The suffix ends the line, possibly followed by the one-time
+	// "(Ray deduplicates logs by default. ...)" notice.
+	if len(msg) < 30 || (msg[len(msg)-1] != ']' && msg[len(msg)-1] != ')') {
+		return
+	}
 	i := strings.Index(msg, " [repeated ")
 	if i < 0 {
 		return
