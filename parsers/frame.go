@@ -538,6 +538,16 @@ func (d *Decoder) finish(b []byte, dropped int64) string {
 	if bytes.IndexByte(b, '\r') >= 0 {
 		b = b[bytes.LastIndexByte(b, '\r')+1:]
 	}
+	// A json-file record written by something other than moby may hold a
+	// newline inside its text; a Line never does (records join lines with
+	// "\n"), so it becomes a space.
+	if bytes.IndexByte(b, '\n') >= 0 {
+		for i, c := range b {
+			if c == '\n' {
+				b[i] = ' '
+			}
+		}
+	}
 	var s string
 	if utf8.Valid(b) {
 		s = string(b)

@@ -355,7 +355,6 @@ func FuzzJoiner(f *testing.F) {
 				t.Fatalf("record of %d bytes over the cap", len(r.Text))
 			}
 		}
-		_ = bytes.MinRead
 	})
 }
 
@@ -371,7 +370,6 @@ func BenchmarkJoiner(b *testing.B) {
 		}
 		lines = append(lines, l)
 	}
-	// A traceback from one of the writers now and then, as in real logs.
 	b.ReportAllocs()
 	b.ResetTimer()
 	recs := 0
