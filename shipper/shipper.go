@@ -45,6 +45,7 @@ type Config struct {
 	BatchBytes   int
 	BatchWait    time.Duration
 	PollInterval time.Duration // how often files at EOF and globs are checked
+	RotateWait   time.Duration // keep reading a renamed file until it was quiet this long
 
 	Log     *slog.Logger
 	Metrics *Metrics
@@ -90,6 +91,9 @@ func (c *Config) Defaults() {
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = 250 * time.Millisecond
+	}
+	if c.RotateWait == 0 {
+		c.RotateWait = 2 * c.PollInterval
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/wire"
@@ -107,6 +108,7 @@ type cursor struct {
 	firstID  string
 	started  time.Time // first record of the current batch
 	lastSafe mark
+	warnings int
 	ctx      context.Context
 }
 
@@ -234,8 +236,7 @@ func (c *cursor) lines() {
 		}
 		if c.long {
 			size := c.base - c.longOff + int64(i) + 1
-			c.sh.metrics.warnings.WithLabelValues(c.src.path).Inc()
-			c.log.Warn("line too long, truncated", "offset", c.longOff, "line", c.line+1, "bytes", size, "kept", len(c.longHead))
+			c.warn("line too long, truncated", c.longOff, fmt.Sprintf("%d bytes, kept %d", size, len(c.longHead)))
 			c.feed(c.longHead, c.longOff, size)
 			c.long = false
 			if cap(c.buf) > 4*readBufSize && c.w-c.r-i-1 <= readBufSize {
@@ -268,11 +269,29 @@ func (c *cursor) feed(raw []byte, off, size int64) {
 	c.fifo = append(c.fifo, lineMark{off, c.line})
 	l, ok, err := c.dec.Decode(raw, off, size, c.line)
 	if err != nil {
-		c.sh.metrics.warnings.WithLabelValues(c.src.path).Inc()
-		c.log.Warn("bad input", "offset", off, "line", c.line, "err", err)
+		c.warn("bad input", off, err.Error())
+	} else if bytes.IndexByte(raw, 0) >= 0 {
+		c.warn("binary data (NUL bytes); shipped as text", off, "")
+	} else if !utf8.Valid(raw) {
+		c.warn("invalid UTF-8; replaced with U+FFFD", off, "")
 	}
 	if ok {
 		c.join.Add(l)
+	}
+}
+
+// maxWarnLogs bounds the warnings logged per file (a binary file would
+// otherwise log one per "line"); the metric counts them all.
+const maxWarnLogs = 20
+
+func (c *cursor) warn(msg string, off int64, detail string) {
+	c.sh.metrics.warnings.WithLabelValues(c.src.path).Inc()
+	c.warnings++
+	switch {
+	case c.warnings <= maxWarnLogs:
+		c.log.Warn(msg, "offset", off, "line", c.line, "err", detail)
+	case c.warnings == maxWarnLogs+1:
+		c.log.Warn("more bad input in this file; counted in faultline_shipper_input_warnings_total only", "offset", off)
 	}
 }
 
@@ -411,6 +430,7 @@ func (c *cursor) follow(ctx context.Context) followResult {
 	c.ctx = ctx
 	poll := c.sh.cfg.PollInterval
 	var draining followResult // != followStopped once the path moved
+	lastGrowth := time.Now()
 	for {
 		if ctx.Err() != nil {
 			c.closeBatch(true)
@@ -421,6 +441,7 @@ func (c *cursor) follow(ctx context.Context) followResult {
 			c.log.Error("read failed", "offset", c.base, "err", err)
 		}
 		if n > 0 {
+			lastGrowth = time.Now()
 			c.lines()
 			now := time.Now()
 			c.join.FlushIdle(c.sh.cfg.FlushTimeout)
@@ -431,6 +452,15 @@ func (c *cursor) follow(ctx context.Context) followResult {
 		}
 		// At the end of the file for now.
 		if draining != followStopped {
+			// A writer that has not reopened yet (logrotate's create mode
+			// before the SIGHUP) still appends to the renamed file: read it
+			// until it has been quiet for a while, like Fluent Bit's
+			// Rotate_Wait, then finish it.
+			if time.Since(lastGrowth) < c.sh.cfg.RotateWait {
+				c.idle(time.Now())
+				sleepCtx(ctx, poll)
+				continue
+			}
 			c.finish()
 			return draining
 		}
@@ -442,10 +472,10 @@ func (c *cursor) follow(ctx context.Context) followResult {
 		switch c.checkFile() {
 		case fileMoved:
 			c.sh.metrics.rotations.WithLabelValues("rename").Inc()
-			draining = followRotated
+			draining, lastGrowth = followRotated, time.Now()
 			continue // read what was written before the rename
 		case fileRemoved:
-			draining = followGone
+			draining, lastGrowth = followGone, time.Now()
 			continue
 		case fileTruncated:
 			c.sh.metrics.rotations.WithLabelValues("truncate").Inc()
@@ -464,12 +494,16 @@ func (c *cursor) follow(ctx context.Context) followResult {
 		if _, ok := c.join.PendingOffset(); ok && c.sh.cfg.FlushTimeout/2 < wait {
 			wait = c.sh.cfg.FlushTimeout / 2
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+		sleepCtx(ctx, wait)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
