@@ -48,7 +48,7 @@ func parseRecord(r Record, now func() time.Time) Event {
 	// WARN starts with a newline, so a record may begin with an empty line
 	// or a bare process prefix.
 	text := r.Text
-	var pbuf [4]Prefix
+	var pbuf, scratch [4]Prefix
 	var prefixes []Prefix
 	var line, rest string
 	lineEnd := 0
@@ -60,12 +60,21 @@ func parseRecord(r Record, now func() time.Time) Event {
 			end += off
 		}
 		l := trimCR(text[off:end])
-		ps, rs := splitPrefixesFast(pbuf[:0], l)
-		if off == 0 || !isBlank(rs) {
-			line, rest, prefixes = l, rs, ps
-			lineEnd = end
+		// Later lines split into scratch, so that the header line's
+		// prefixes in pbuf survive a search that finds only blank lines.
+		buf := pbuf[:0]
+		if off > 0 {
+			buf = scratch[:0]
 		}
-		if !isBlank(rs) || end == len(text) {
+		ps, rs := splitPrefixesFast(buf, l)
+		found := !isBlank(rs)
+		if off == 0 || found {
+			if off > 0 {
+				ps = append(pbuf[:0], ps...)
+			}
+			line, rest, prefixes, lineEnd = l, rs, ps, end
+		}
+		if found || end == len(text) {
 			break
 		}
 		off = end + 1

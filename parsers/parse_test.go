@@ -445,3 +445,15 @@ func TestParseKeepsRecord(t *testing.T) {
 		t.Errorf("record changed: %+v", ev.Record)
 	}
 }
+
+func TestParseBlankRecord(t *testing.T) {
+	// Only bare prefixes: the first line's process is kept.
+	ev := parseRecord(Record{Text: "(RayWorkerWrapper pid=1) \n(EngineCore pid=2) "}, fixedNow)
+	if ev.Process != "RayWorkerWrapper" || ev.PID != 1 || ev.Source != SourceVLLM {
+		t.Errorf("got %q/%d/%q", ev.Process, ev.PID, ev.Source)
+	}
+	ev = parseRecord(Record{Text: "\n\n"}, fixedNow)
+	if ev.Source != SourceOther || len(ev.Message) > 2 {
+		t.Errorf("blank record: %+v", ev)
+	}
+}
