@@ -20,7 +20,7 @@ type Prefix struct {
 
 var (
 	// (Name pid=N, ip=A) (pid=N) (Name pid=N) (raylet, ip=A) (VllmWorker rank=1 pid=219) (VllmWorker TP1 pid=5) (autoscaler +7s)
-	reParenPrefix = regexp.MustCompile(`^\(([A-Za-z_][\w.:\-]*(?: (?:rank=\d+|TP\d+|DP\d+|PP\d+|[A-Z]{2}\d+))?)?(?:,? ?pid=(\d+))?(?:, ip=([0-9a-fA-F.:]+))?(?: \+[\d.]+[smh]+)?\) `)
+	reParenPrefix = regexp.MustCompile(`^\(([A-Za-z_][\w.:\-]*(?: (?:rank=\d+|TP\d+|DP\d+|PP\d+|[A-Z]{2}\d+))?)?(?:,? ?pid=(\d+))?(?:, ip=([0-9a-fA-F.:]+))?(?: \+(?:[\d.]+[smh])+)?\) `)
 	reRankPrefix  = regexp.MustCompile(`^\[rank(\d+)\]: ?`)
 	reRankInName  = regexp.MustCompile(`rank=(\d+)`)
 )

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/expr-lang/expr"
+	"github.com/cloudflare/ahocorasick"
 
 	"github.com/faultline/faultline/parsers"
 )
@@ -32,6 +34,8 @@ const DefaultCluster = "default"
 type Engine struct {
 	mu       sync.Mutex
 	rules    []*Rule
+	idx      *matchIndex
+	gen      uint64
 	clusters map[string]*clusterState
 	findings map[string]*Finding
 	ruleOf   map[string]*Rule // finding id -> rule that raised it
@@ -63,6 +67,54 @@ type valueInfo struct {
 	evidence []Evidence
 }
 
+// matchIndex finds the matchers worth running on a text: those whose
+// required literal it contains, plus those without one.
+type matchIndex struct {
+	ac     *ahocorasick.Matcher // nil when no matcher has a literal
+	byLit  [][]*matcherRef
+	always []*matcherRef
+}
+
+type matcherRef struct {
+	r    *Rule
+	f    *fact
+	m    *matcher
+	seen uint64 // event generation that last ran it (a literal can occur twice)
+}
+
+func buildIndex(rules []*Rule) *matchIndex {
+	idx := &matchIndex{}
+	litIdx := map[string]int{}
+	var lits []string
+	for i, r := range rules {
+		r.order = i
+		for _, name := range r.factNames {
+			f := r.facts[name]
+			for _, m := range f.matches {
+				ref := &matcherRef{r: r, f: f, m: m}
+				if len(m.literals) == 0 {
+					idx.always = append(idx.always, ref)
+					continue
+				}
+				for _, lit := range m.literals {
+					j, ok := litIdx[lit]
+					if !ok {
+						j = len(lits)
+						litIdx[lit] = j
+						lits = append(lits, lit)
+						idx.byLit = append(idx.byLit, nil)
+					}
+					idx.byLit[j] = append(idx.byLit[j], ref)
+				}
+			}
+		}
+	}
+	if len(lits) > 0 {
+		idx.ac = ahocorasick.NewStringMatcher(lits)
+	}
+	return idx
+}
+
 // Pair is a fact value with the node it belongs to (or the nodes that
 // mentioned it), for templates: {{ range .pairs.registered_ip }}.
 type Pair struct{ Value, Node string }
@@ -71,6 +123,7 @@ type Pair struct{ Value, Node string }
 func NewEngine(rules []*Rule) *Engine {
 	return &Engine{
 		rules:    rules,
+		idx:      buildIndex(rules),
 		clusters: map[string]*clusterState{},
 		findings: map[string]*Finding{},
 		ruleOf:   map[string]*Rule{},
@@ -81,8 +134,9 @@ func NewEngine(rules []*Rule) *Engine {
 // SetRules swaps the rule set (hot reload). Facts already gathered for rules
 // that keep their id stay; findings stay.
 func (e *Engine) SetRules(rules []*Rule) {
+	idx := buildIndex(rules)
 	e.mu.Lock()
-	e.rules = rules
+	e.rules, e.idx = rules, idx
 	e.mu.Unlock()
 }
 
@@ -131,35 +185,63 @@ func (e *Engine) Observe(ev *parsers.Event) []Finding {
 	changed = append(changed, e.trackLaunch(cluster, cs, ev)...)
 	ls := cs.launches[len(cs.launches)-1]
 
-	var dirty []*Rule
 	text := ev.Message
 	if text == "" {
 		text = ev.Text
 	}
-	for _, r := range e.rules {
-		touched := false
-		for _, name := range r.factNames {
-			f := r.facts[name]
-			for _, m := range f.matches {
-				vals, hit := m.extract(ev, text)
-				if len(vals) == 0 {
-					continue
-				}
-				if e.record(ls, r.ID+"/"+name, vals, m.spec.Self, ev, name, hit) {
-					touched = true
-				}
-			}
-		}
-		if touched {
-			dirty = append(dirty, r)
-		}
-	}
+	dirty := e.extract(ls, ev, text)
 	for _, r := range dirty {
 		if f := e.evaluate(r, cluster, ls, ev); f != nil {
 			changed = append(changed, *f)
 		}
 	}
 	return changed
+}
+
+// extract runs the matchers whose required literal occurs in the text (one
+// Aho-Corasick pass finds them all) and records the facts they yield; it
+// returns the rules that learnt something, in rule order.
+func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string) []*Rule {
+	idx := e.idx
+	e.gen++
+	var dirty []*Rule
+	try := func(ref *matcherRef) {
+		if ref.seen == e.gen {
+			return
+		}
+		ref.seen = e.gen
+		vals, hit := ref.m.extract(ev, text)
+		if len(vals) == 0 {
+			return
+		}
+		if ref.f.number {
+			// One spelling per number: "2.0" and "2" are the same fact.
+			for i, v := range vals {
+				if n, ok := parseNumber(v); ok {
+					vals[i] = fmtNumber(n)
+				}
+			}
+		}
+		if e.record(ls, ref.r.ID+"/"+ref.f.name, vals, ref.m.spec.Self, ev, ref.f.name, hit) && ref.r.dirty != e.gen {
+			ref.r.dirty = e.gen
+			dirty = append(dirty, ref.r)
+		}
+	}
+	for _, ref := range idx.always {
+		try(ref)
+	}
+	if idx.ac != nil {
+		// The matcher only reads the bytes; no copy of the text is needed.
+		for _, p := range idx.ac.Match(unsafe.Slice(unsafe.StringData(text), len(text))) {
+			for _, ref := range idx.byLit[p] {
+				try(ref)
+			}
+		}
+	}
+	if len(dirty) > 1 {
+		sort.Slice(dirty, func(i, j int) bool { return dirty[i].order < dirty[j].order })
+	}
+	return dirty
 }
 
 func (e *Engine) newLaunch(cs *clusterState, t time.Time) *launchState {
@@ -222,9 +304,6 @@ func (m *matcher) extract(ev *parsers.Event, text string) ([]string, string) {
 			return nil, ""
 		}
 		return []string{v}, ""
-	}
-	if m.literal != "" && !strings.Contains(text, m.literal) {
-		return nil, ""
 	}
 	all := m.re.FindAllStringSubmatch(text, 32)
 	if len(all) == 0 {

@@ -54,16 +54,18 @@ func TestBuiltinPackLoads(t *testing.T) {
 	}
 }
 
-func TestRequiredLiteral(t *testing.T) {
-	tests := map[string]string{
-		`Local node IP: (?P<value>\S+)`:          "Local node IP: ",
-		`No available node types .*?'node:(\S+)'`: "No available node types ",
-		`(?i)cuda out of memory`:                  "",
-		`a|b`:                                     "",
+func TestRequiredLiterals(t *testing.T) {
+	tests := map[string][]string{
+		`Local node IP: (?P<value>\S+)`:                         {"Local node IP: "},
+		`No available node types .*?'node:(\S+)'`:               {"No available node types "},
+		`(?i)cuda out of memory`:                                nil,
+		`a|b`:                                                   nil,
+		`(\S+) (?:was supported until|is not supported anymore)`: {"was supported until", "is not supported anymore"},
 	}
 	for re, want := range tests {
-		if got := requiredLiteral(re); got != want {
-			t.Errorf("requiredLiteral(%q) = %q, want %q", re, got, want)
+		got := requiredLiterals(re)
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("requiredLiterals(%q) = %q, want %q", re, got, want)
 		}
 	}
 }

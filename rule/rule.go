@@ -75,6 +75,9 @@ type Rule struct {
 	File string // where it was loaded from (for messages)
 	line int
 
+	order int    // position in the engine's rule list
+	dirty uint64 // event generation in which it last learnt a fact
+
 	facts       map[string]*fact
 	factNames   []string
 	condition   *vm.Program
@@ -95,7 +98,7 @@ type matcher struct {
 	spec      MatchSpec
 	fact      string
 	re        *regexp.Regexp
-	literal   string // a substring every match must contain: a cheap pre-check
+	literals  []string // every match contains one of these: a cheap pre-check
 	valueIdx  int    // submatch index of the value, 0 = whole match
 	groups    []string
 	valueExpr *vm.Program
@@ -303,7 +306,9 @@ func compileMatcher(factName string, ms MatchSpec, path string) (*matcher, error
 				m.valueIdx = 1
 			}
 		}
-		m.literal = requiredLiteral(ms.Regex)
+		if lits := requiredLiterals(ms.Regex); score(lits) >= minLiteral {
+			m.literals = lits
+		}
 	}
 	if ms.ValueExpr != "" {
 		if ms.Regex == "" {
@@ -327,38 +332,69 @@ func compileMatcher(factName string, ms MatchSpec, path string) (*matcher, error
 	return m, nil
 }
 
-// requiredLiteral returns the longest literal that every match of the regex
-// contains, so most events are rejected by strings.Contains before the regex
-// engine runs. "" when there is none (or the regex folds case).
-func requiredLiteral(src string) string {
+// minLiteral is the shortest literal worth pre-checking; shorter ones (a
+// space, "ip") occur in nearly every line.
+const minLiteral = 3
+
+// requiredLiterals returns a set of literals such that every match of the
+// regex contains at least one of them, so most events are rejected by one
+// Aho-Corasick pass before the regex engine runs: the longest literal of a
+// concatenation, or one per branch of an alternation. nil when there is no
+// useful set (or the regex folds case).
+func requiredLiterals(src string) []string {
 	re, err := syntax.Parse(src, syntax.Perl)
 	if err != nil {
-		return ""
+		return nil
 	}
-	re = re.Simplify()
-	best := ""
-	consider := func(r *syntax.Regexp) {
-		if r.Op == syntax.OpLiteral && r.Flags&syntax.FoldCase == 0 && len(r.Rune) > len([]rune(best)) {
-			best = string(r.Rune)
+	return literalSet(re.Simplify())
+}
+
+// score is the length of the shortest literal of a set: a longer one is
+// rarer in logs, so it filters more.
+func score(set []string) int {
+	if len(set) == 0 {
+		return 0
+	}
+	m := len(set[0])
+	for _, s := range set[1:] {
+		m = min(m, len(s))
+	}
+	return m
+}
+
+func literalSet(r *syntax.Regexp) []string {
+	switch r.Op {
+	case syntax.OpLiteral:
+		if r.Flags&syntax.FoldCase != 0 {
+			return nil
 		}
-	}
-	var walk func(r *syntax.Regexp)
-	walk = func(r *syntax.Regexp) {
-		switch r.Op {
-		case syntax.OpLiteral:
-			consider(r)
-		case syntax.OpConcat:
-			for _, s := range r.Sub {
-				walk(s)
+		return []string{string(r.Rune)}
+	case syntax.OpCapture, syntax.OpPlus:
+		return literalSet(r.Sub[0]) // x+ contains x
+	case syntax.OpRepeat:
+		if r.Min >= 1 {
+			return literalSet(r.Sub[0])
+		}
+	case syntax.OpConcat:
+		var best []string
+		for _, sub := range r.Sub {
+			if set := literalSet(sub); score(set) > score(best) {
+				best = set
 			}
-		case syntax.OpCapture:
-			walk(r.Sub[0])
-		case syntax.OpPlus:
-			walk(r.Sub[0]) // x+ contains x
 		}
+		return best
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range r.Sub {
+			set := literalSet(sub)
+			if len(set) == 0 {
+				return nil
+			}
+			all = append(all, set...)
+		}
+		return all
 	}
-	walk(re)
-	return best
+	return nil
 }
 
 // sumMatches adds up the first group of every match of re in s; with
