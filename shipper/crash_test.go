@@ -3,8 +3,8 @@ package shipper_test
 import (
 	"fmt"
 	"net"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,7 +85,7 @@ func TestNATSRestartNothingLostNothingDoubled(t *testing.T) {
 	s.Shutdown()
 	s.WaitForShutdown()
 	appendLines(t, log, "v", 10000, 20000) // written while the server is down
-	time.Sleep(3 * time.Second)           // the outage itself is what is tested
+	time.Sleep(3 * time.Second)            // the outage itself is what is tested
 	s2 := testutil.RunJetStreamServerWith(t, &server.Options{Port: port, StoreDir: store})
 	appendLines(t, log, "v", 20000, total)
 	var c *contents

@@ -190,4 +190,3 @@ func (sh *Shipper) sayOnce(key, msg string, args ...any) {
 		sh.log.Warn(msg, args...)
 	}
 }
-

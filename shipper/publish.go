@@ -131,6 +131,9 @@ func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po Publisher
 		nats.ReconnectBufSize(4<<20),
 		nats.ConnectHandler(func(*nats.Conn) { log.Info("nats connected", "url", no.URL) }),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err == nil {
+				return // our own Close
+			}
 			log.Warn("nats disconnected, reading paused once the window is full; retrying", "err", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {

@@ -272,7 +272,8 @@ func (c *cursor) feed(raw []byte, off, size int64) {
 		c.warn("bad input", off, err.Error())
 	} else if bytes.IndexByte(raw, 0) >= 0 {
 		c.warn("binary data (NUL bytes); shipped as text", off, "")
-	} else if !utf8.Valid(raw) {
+	} else if c.dec.Format() == parsers.FormatPlain && !utf8.Valid(raw) {
+		// (json-file and CRI writers already replaced invalid bytes)
 		c.warn("invalid UTF-8; replaced with U+FFFD", off, "")
 	}
 	if ok {
@@ -431,6 +432,7 @@ func (c *cursor) follow(ctx context.Context) followResult {
 	poll := c.sh.cfg.PollInterval
 	var draining followResult // != followStopped once the path moved
 	lastGrowth := time.Now()
+	var lastIdleFlush time.Time
 	for {
 		if ctx.Err() != nil {
 			c.closeBatch(true)
@@ -441,10 +443,15 @@ func (c *cursor) follow(ctx context.Context) followResult {
 			c.log.Error("read failed", "offset", c.base, "err", err)
 		}
 		if n > 0 {
-			lastGrowth = time.Now()
-			c.lines()
 			now := time.Now()
-			c.join.FlushIdle(c.sh.cfg.FlushTimeout)
+			lastGrowth = now
+			c.lines()
+			// A busy file still flushes records of writers that went quiet,
+			// but not on every read: FlushIdle walks every pending record.
+			if now.Sub(lastIdleFlush) >= c.sh.cfg.FlushTimeout/4 {
+				c.join.FlushIdle(c.sh.cfg.FlushTimeout)
+				lastIdleFlush = now
+			}
 			if c.count > 0 && now.Sub(c.started) >= c.sh.cfg.BatchWait {
 				c.closeBatch(true)
 			}

@@ -65,15 +65,24 @@ func appendTime(dst []byte, t time.Time) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// safeASCII[b] is true for ASCII bytes copied as they are.
+var safeASCII = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
 // appendString writes s as a JSON string with encoding/json's escaping
-// (HTML-safe, U+2028/2029 escaped, invalid UTF-8 as U+FFFD).
+// (HTML-safe, U+2028/2029 escaped, invalid UTF-8 as U+FFFD). Runs of safe
+// ASCII, nearly all of a log line, are found with a table and copied at once.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if safeASCII[b] {
 				i++
 				continue
 			}

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -29,7 +30,15 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// FAULTLINE_CPUPROFILE=file writes a CPU profile (for the benchmark).
+	if p := os.Getenv("FAULTLINE_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := run(ctx, os.Args[1:], os.Stdin, os.Stderr); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "shipper:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,245 @@
+package shipper_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/faultline/faultline/internal/loggen"
+	"github.com/faultline/faultline/internal/testutil"
+	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/wire"
+)
+
+// BenchmarkShipper is the issue's benchmark: a 2-million-line json-file log
+// (loggen, ~180 bytes a line) shipped into a local JetStream server (file
+// store, in this test process) until every batch is acknowledged, by the
+// real shipper binary as a separate process, whose CPU time and peak RSS
+// come from the kernel (wait4 rusage). The floor, measured in the same run,
+// is a separate process too (this test binary in floor mode) that only
+// reads, decodes (parsers.Decoder) and publishes the lines with the same
+// async window: no joining, no records, no offsets.
+//
+//	go test ./shipper -run '^$' -bench Shipper -benchtime 1x
+//	FAULTLINE_BENCH_LINES=200000 go test ... (smaller run)
+func BenchmarkShipper(b *testing.B) {
+	lines := 2_000_000
+	if v, err := strconv.Atoi(os.Getenv("FAULTLINE_BENCH_LINES")); err == nil && v > 0 {
+		lines = v
+	}
+	dir := b.TempDir()
+	log := filepath.Join(dir, "bench-json.log")
+	f, err := os.Create(log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	size, err := loggen.New(1, loggen.Options{}).WriteLines(w, loggen.DockerJSON, lines)
+	if err == nil {
+		err = w.Flush()
+	}
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("input: %d lines, %d bytes (%.0f bytes/line)", lines, size, float64(size)/float64(lines))
+
+	for i := 0; i < b.N; i++ {
+		floor := runMeasured(b, "floor", exec.Command(os.Args[0], "-test.run", "^TestFloorProcess$"), func(s *serverHandle) {}, log, dir, lines, true)
+		ship := runMeasured(b, "shipper", nil, nil, log, dir, lines, false)
+		b.Logf("\n%-8s %10s %12s %14s %12s\n%s\n%s", "run", "seconds", "lines/s", "CPU-s/million", "peak RSS MB", floor, ship)
+		b.ReportMetric(ship.rate, "records/s")
+		b.ReportMetric(ship.cpuPerM, "CPU-s/Mrec")
+		b.ReportMetric(ship.rssMB, "peakRSS-MB")
+		b.ReportMetric(floor.rate, "floor-records/s")
+		b.ReportMetric(floor.cpuPerM, "floor-CPU-s/Mrec")
+	}
+}
+
+type serverHandle struct{ url string }
+
+type result struct {
+	name                string
+	secs, rate, cpuPerM float64
+	rssMB               float64
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("%-8s %10.2f %12.0f %14.2f %12.1f", r.name, r.secs, r.rate, r.cpuPerM, r.rssMB)
+}
+
+// runMeasured runs one process against a fresh JetStream server until the
+// whole file is acknowledged and returns its figures.
+func runMeasured(b *testing.B, name string, cmd *exec.Cmd, _ func(*serverHandle), log, dir string, lines int, floor bool) result {
+	s := testutil.RunJetStreamServer(b)
+	state := filepath.Join(dir, name+"-state")
+	if cmd == nil {
+		cmd = exec.Command(shipperBin(b), "--nats", s.ClientURL(), "--node", "bench", "--cluster", "bench",
+			"--path", log, "--state-dir", state, "--log-level", "warn")
+	}
+	cmd.Env = append(os.Environ(), "FLOOR_FILE="+log, "FLOOR_URL="+s.ClientURL())
+	cmd.Stderr = os.Stderr
+	if floor {
+		cmd.Stdout = os.Stderr
+	}
+	fi, _ := os.Stat(log)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	if !floor {
+		// Done when the acknowledged offset saved for the file is its size.
+		for {
+			if off := savedOffset(state); off >= fi.Size() {
+				break
+			}
+			select {
+			case <-done:
+				b.Fatalf("shipper exited early")
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+	}
+	<-done
+	elapsed := time.Since(start)
+	if !cmd.ProcessState.Success() && floor {
+		b.Fatalf("%s failed: %v", name, cmd.ProcessState)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	if !floor {
+		// Records in the stream, for the record count of the rate.
+		// Lines joined into multi-line records make fewer records than
+		// lines; rates are per input line, as Fluent Bit's figure is.
+		n := streamRecordCount(b, s.ClientURL())
+		b.Logf("%s: %d lines became %d records in the stream", name, lines, n)
+	}
+	return result{name: name, secs: elapsed.Seconds(), rate: float64(lines) / elapsed.Seconds(),
+		cpuPerM: cpu / (float64(lines) / 1e6), rssMB: float64(ru.Maxrss) / 1024}
+}
+
+func savedOffset(state string) int64 {
+	b, err := os.ReadFile(filepath.Join(state, "offsets.json"))
+	if err != nil {
+		return 0
+	}
+	var doc struct {
+		Files map[string]struct{ Offset int64 } `json:"files"`
+	}
+	json.Unmarshal(b, &doc)
+	for _, e := range doc.Files {
+		return e.Offset
+	}
+	return 0
+}
+
+// streamRecordCount sums Faultline-Count over the stream's messages.
+func streamRecordCount(b *testing.B, url string) int {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, wire.StreamName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, _ := s.Info(ctx)
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0
+	for seq := uint64(0); seq < info.State.LastSeq; {
+		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := strconv.Atoi(m.Headers().Get(wire.HeaderCount))
+		total += n
+		md, _ := m.Metadata()
+		seq = md.Sequence.Stream
+	}
+	return total
+}
+
+// TestFloorProcess is the floor of the benchmark when run as a child process
+// (FLOOR_FILE set): read lines, decode the json-file framing, publish them
+// as NDJSON-ish batches of the same size with the same async window, wait
+// for every ack. Without FLOOR_FILE it does nothing.
+func TestFloorProcess(t *testing.T) {
+	path := os.Getenv("FLOOR_FILE")
+	if path == "" {
+		t.Skip("benchmark helper: runs only as BenchmarkShipper's child")
+	}
+	nc, err := nats.Connect(os.Getenv("FLOOR_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16))
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: wire.StreamName, Subjects: []string{wire.StreamSubjects},
+		Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	dec := parsers.NewDecoder(parsers.FormatDockerJSON)
+	body := make([]byte, 0, 256<<10)
+	var off int64
+	n := 0
+	for {
+		line, err := r.ReadSlice('\n')
+		if len(line) > 0 {
+			n++
+			l, ok, _ := dec.Decode(line, off, int64(len(line)), n)
+			off += int64(len(line))
+			if ok {
+				body = append(body, l.Text...)
+				body = append(body, '\n')
+			}
+			if len(body) >= 256<<10 {
+				if _, err := js.PublishAsync("faultline.logs.floor.bench", body, jetstream.WithStallWait(time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+				body = make([]byte, 0, 256<<10)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(body) > 0 {
+		js.PublishAsync("faultline.logs.floor.bench", body)
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		t.Fatal("floor: acks not complete")
+	}
+	nc.Close()
+}
