@@ -1,6 +1,9 @@
 package parsers
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"time"
@@ -49,6 +52,7 @@ type Joiner struct {
 	cache   [prefixCacheN]prefixEntry
 	cacheAt int
 	scratch []*pendingRecord
+	idBuf   []byte // node, 0, fileID, 0: the fixed head of every record ID's hash input
 }
 
 // joinKey identifies one writer within a file: the stream, the (normalised)
@@ -115,7 +119,25 @@ func NewJoiner(o Origin, opts JoinOptions, emit func(Record)) *Joiner {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Joiner{origin: o, opts: opts, emitFn: emit, pending: make(map[joinKey]*pendingRecord)}
+	j := &Joiner{origin: o, opts: opts, emitFn: emit, pending: make(map[joinKey]*pendingRecord)}
+	j.idBuf = append(j.idBuf, o.Node...)
+	j.idBuf = append(j.idBuf, 0)
+	j.idBuf = append(j.idBuf, o.FileID...)
+	j.idBuf = append(j.idBuf, 0)
+	return j
+}
+
+// recordID computes RecordID(origin.Node, origin.FileID, offset) with one
+// allocation instead of four: it is paid once per record on the hot path.
+// TestJoinerRecordID keeps the two equal.
+func (j *Joiner) recordID(offset int64) string {
+	n := len(j.idBuf)
+	j.idBuf = binary.BigEndian.AppendUint64(j.idBuf, uint64(offset))
+	sum := sha256.Sum256(j.idBuf)
+	j.idBuf = j.idBuf[:n]
+	var out [24]byte
+	hex.Encode(out[:], sum[:12])
+	return string(out[:])
 }
 
 // Add takes the next Line of the file.
@@ -245,7 +267,7 @@ func (j *Joiner) close(p *pendingRecord) {
 		text = string(p.buf[:p.textLen])
 	}
 	r := Record{
-		ID:        RecordID(j.origin.Node, j.origin.FileID, p.offset),
+		ID:        j.recordID(p.offset),
 		Cluster:   j.origin.Cluster,
 		Node:      j.origin.Node,
 		Container: j.origin.Container,

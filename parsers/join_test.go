@@ -229,6 +229,17 @@ func plainLines(text string) []Line {
 	return lines
 }
 
+func TestJoinerRecordID(t *testing.T) {
+	for _, o := range []Origin{{}, {Node: "n1", FileID: "64769:1234:0123456789abcdef"}, {Node: "a\x00b", FileID: "ü"}} {
+		j := NewJoiner(o, JoinOptions{}, func(Record) {})
+		for _, off := range []int64{0, 1, 1 << 40, -1} {
+			if got, want := j.recordID(off), RecordID(o.Node, o.FileID, off); got != want {
+				t.Errorf("recordID(%+v, %d) = %s, RecordID = %s", o, off, got, want)
+			}
+		}
+	}
+}
+
 func TestJoinerFlushIdleAndPending(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	var recs []Record

@@ -235,17 +235,20 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
-// genDockerJSON builds n json-file records of realistic ~180-byte lines.
+// genLines builds n realistic ~180-byte lines of four interleaved writers
+// (a Ray-forwarded vLLM worker, NCCL, the Ray driver, the vLLM API server).
+// Times advance every few lines, as in real logs: lines with one vLLM header
+// in the same second would be joined as one multi-line message.
 func genLines(n int) []string {
 	msgs := []string{
-		"(RayWorkerWrapper pid=223, ip=192.168.141.7) INFO 10-23 03:54:46 [parallel_state.py:1325] rank 1 in world size 2 is assigned as DP rank 0, PP rank 1, TP rank 0",
-		"vm:600:600 [0] NCCL INFO Channel 03/24 : 0 1 via P2P/CUMEM/read for the benchmark of the framing and joining code path",
-		"2024-04-01 10:49:31,995\tINFO worker.py:1567 -- Connecting to existing Ray cluster at address: 10.4.80.151:6379... and some padding",
-		"INFO 06-21 19:07:56 [api_server.py:1043] vLLM API server version 0.8.5 with a somewhat longer message to reach the usual line length",
+		"(RayWorkerWrapper pid=223, ip=192.168.141.7) INFO 10-23 03:%02d:%02d [parallel_state.py:1325] rank 1 in world size 2 is assigned as DP rank 0, PP rank 1, TP rank 0",
+		"vm:600:600 [0] NCCL INFO Channel %02d/%02d : 0 1 via P2P/CUMEM/read for the benchmark of the framing and joining code path",
+		"2024-04-01 10:%02d:%02d,995\tINFO worker.py:1567 -- Connecting to existing Ray cluster at address: 10.4.80.151:6379... and some padding",
+		"INFO 06-21 19:%02d:%02d [api_server.py:1043] vLLM API server version 0.8.5 with a somewhat longer message to reach the usual line length",
 	}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = fmt.Sprintf("%s %d", msgs[i%len(msgs)], i)
+		out[i] = fmt.Sprintf(msgs[i%len(msgs)], i/240%60, i/4%60) + fmt.Sprintf(" %d", i)
 	}
 	return out
 }
