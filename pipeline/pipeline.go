@@ -282,7 +282,7 @@ func openCursor(f File, idx int, cluster string, warn func(error)) (*cursor, err
 	c.reader = parsers.NewReader(r, parsers.ReaderOptions{EOFIsEnd: true, Warn: c.warn})
 	origin := parsers.Origin{Cluster: cluster, Node: f.Node, Container: f.Container, File: f.Path, FileID: id}
 	c.joiner = parsers.NewJoiner(origin, parsers.JoinOptions{}, func(r parsers.Record) {
-		heap.Push(&c.queue, r)
+		heap.Push(&c.queue, &r)
 	})
 	return c, nil
 }
@@ -326,9 +326,9 @@ func (c *cursor) advance() bool {
 		c.lines++
 		c.joiner.Add(l)
 	}
-	rec := heap.Pop(&c.queue).(parsers.Record)
+	rec := heap.Pop(&c.queue).(*parsers.Record)
 	c.records++
-	c.head = parsers.Parse(rec)
+	c.head = parsers.Parse(*rec)
 	if c.head.Time.IsZero() {
 		c.key = c.last
 	} else {
@@ -348,16 +348,16 @@ func (c *cursor) ready() bool {
 }
 
 // recordHeap orders completed records by file offset.
-type recordHeap []parsers.Record
+type recordHeap []*parsers.Record
 
 func (h recordHeap) Len() int           { return len(h) }
 func (h recordHeap) Less(i, j int) bool { return h[i].Offset < h[j].Offset }
 func (h recordHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *recordHeap) Push(x any)        { *h = append(*h, x.(parsers.Record)) }
+func (h *recordHeap) Push(x any)        { *h = append(*h, x.(*parsers.Record)) }
 func (h *recordHeap) Pop() any {
 	old := *h
 	r := old[len(old)-1]
-	old[len(old)-1] = parsers.Record{}
+	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
 	return r
 }
