@@ -1,0 +1,165 @@
+package ruletest_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/pipeline"
+	"github.com/faultline/faultline/rule"
+)
+
+// corpusCase is one real failure (or success) and the cause it must get.
+type corpusCase struct {
+	name      string
+	path      string   // folder (one node per file) or file
+	category  string   // a cause of the catalog, or "healthy"
+	secondary []string // causes that may rightly come first
+	// knownFailure, when set, says why the built-in pack cannot pass this
+	// case yet: the case is skipped with that reason instead of hidden.
+	knownFailure string
+}
+
+// knownFailures lists real cases the built-in pack does not diagnose yet,
+// with the reason. Keep it empty; a stale entry fails the test.
+var knownFailures = map[string]string{}
+
+// nccl-runs holds raw two-rank NCCL runs without case.json.
+var ncclRuns = map[string]string{
+	"healthy.log":    "healthy",
+	"bad-ifname.log": "nccl-socket-interface",
+}
+
+func corpusCases(t *testing.T) []corpusCase {
+	t.Helper()
+	var cases []corpusCase
+	dirs, err := filepath.Glob("../../testdata/logs/real/*/case.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no real cases found under testdata/logs/real")
+	}
+	for _, cj := range dirs {
+		data, err := os.ReadFile(cj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta struct {
+			Category  string   `json:"category"`
+			Secondary []string `json:"secondary"`
+		}
+		if err := json.Unmarshal(data, &meta); err != nil {
+			t.Fatalf("%s: %v", cj, err)
+		}
+		dir := filepath.Dir(cj)
+		name := "real/" + filepath.Base(dir)
+		cases = append(cases, corpusCase{name: name, path: dir, category: meta.Category,
+			secondary: meta.Secondary, knownFailure: knownFailures[name]})
+	}
+	for file, cat := range ncclRuns {
+		name := "nccl-runs/" + file
+		cases = append(cases, corpusCase{name: name, path: filepath.Join("../../testdata/logs/nccl-runs", file),
+			category: cat, knownFailure: knownFailures[name]})
+	}
+	return cases
+}
+
+// Every real case gets its category as the first finding (or at all, after a
+// listed secondary cause); healthy cases get no critical finding.
+func TestCorpus(t *testing.T) {
+	cases := corpusCases(t)
+	names := map[string]bool{}
+	for _, c := range cases {
+		names[c.name] = true
+	}
+	for k := range knownFailures {
+		if !names[k] {
+			t.Errorf("knownFailures lists %s, which is not a case", k)
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.knownFailure != "" {
+				t.Skipf("known failure: %s", c.knownFailure)
+			}
+			got := diagnose(t, c.path)
+			var active []rule.Finding
+			for _, f := range got {
+				if f.Status == "active" {
+					active = append(active, f)
+				}
+			}
+			if c.category == "healthy" {
+				for _, f := range active {
+					if f.Severity == rule.SeverityCritical {
+						t.Errorf("healthy case got a critical finding %s: %s", f.Rule, f.Summary)
+					}
+				}
+				return
+			}
+			if len(active) == 0 {
+				t.Fatalf("want %s, got no finding", c.category)
+			}
+			if active[0].Cause == c.category {
+				return
+			}
+			at := -1
+			for i, f := range active {
+				if f.Cause == c.category {
+					at = i
+					break
+				}
+			}
+			first := active[0].Cause
+			if at > 0 && containsStr(c.secondary, first) {
+				return // a listed secondary cause rightly comes first
+			}
+			t.Errorf("want %s first (secondary %v), got %s", c.category, c.secondary, describeAll(active))
+		})
+	}
+}
+
+// diagnose runs the built-in pack over a case the way `analyzer diagnose
+// PATH` does: each case gets fresh rules and a fresh engine.
+func diagnose(t *testing.T, p string) []rule.Finding {
+	t.Helper()
+	rs, err := rule.LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs, err := pipeline.ParseArgs([]string{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := rule.NewEngine(rs)
+	_, err = pipeline.Replay(context.Background(), inputs, pipeline.Options{Cluster: rule.DefaultCluster}, func(ev *parsers.Event) error {
+		e.Observe(ev)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Findings()
+}
+
+func describeAll(fs []rule.Finding) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = f.Cause + " (" + f.Rule + ", " + f.Severity + ")"
+	}
+	return strings.Join(s, ", ")
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
