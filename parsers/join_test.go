@@ -45,17 +45,20 @@ func joinLines(t testing.TB, lines []Line, n int64, opts JoinOptions) []Record {
 
 // checkRecords: sizes sum to the input, line counts to the lines, every
 // record starts at a line, no offset twice, IDs match offsets, and records
-// of one writer come out in file order.
+// of one writer come out in the order their lines came in (file order,
+// except that a reassembled json-file/CRI line arrives when it completes).
 func checkRecords(t testing.TB, lines []Line, recs []Record, n int64) {
 	t.Helper()
 	starts := map[int64]Line{}
-	for _, l := range lines {
+	index := map[int64]int{}
+	for i, l := range lines {
 		starts[l.Offset] = l
+		index[l.Offset] = i
 	}
 	var size int64
 	nlines := 0
 	seen := map[int64]bool{}
-	lastByKey := map[string]int64{}
+	lastByKey := map[string]int{}
 	for _, r := range recs {
 		size += r.Size
 		nlines += r.Lines
@@ -81,10 +84,10 @@ func checkRecords(t testing.TB, lines []Line, recs []Record, n int64) {
 			continue
 		}
 		key := r.Stream + "|" + prefix + "|" + ncclWriterKey(rest)
-		if last, ok := lastByKey[key]; ok && last >= r.Offset {
-			t.Fatalf("records of %q out of order: %d after %d", key, r.Offset, last)
+		if last, ok := lastByKey[key]; ok && last >= index[r.Offset] {
+			t.Fatalf("records of %q out of order: line #%d after #%d", key, index[r.Offset], last)
 		}
-		lastByKey[key] = r.Offset
+		lastByKey[key] = index[r.Offset]
 	}
 	if size != n {
 		t.Fatalf("record sizes sum to %d, input has %d bytes", size, n)
