@@ -272,14 +272,23 @@ func (sh *Shipper) follow(ctx context.Context, src source) {
 		sh.metrics.files.Inc()
 		c.log.Debug("following", "offset", c.base, "key", c.key)
 		res := c.follow(ctx)
-		f.Close()
-		sh.release(c.di)
-		sh.metrics.files.Dec()
-		sh.metrics.lag.DeleteLabelValues(src.path)
+		done := func() {
+			f.Close()
+			sh.release(c.di)
+			sh.metrics.files.Dec()
+		}
 		if res != followRotated {
+			done()
+			sh.metrics.lag.DeleteLabelValues(src.path)
 			return
 		}
-		c.log.Info("rotated, following the new file")
+		c.log.Info("rotated, following the new file and finishing the old one")
+		sh.wg.Add(1)
+		go func() {
+			defer sh.wg.Done()
+			defer done()
+			c.drainRenamed(ctx)
+		}()
 	}
 }
 

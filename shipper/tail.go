@@ -478,9 +478,10 @@ func (c *cursor) follow(ctx context.Context) followResult {
 		c.idle(time.Now())
 		switch c.checkFile() {
 		case fileMoved:
+			// The caller opens the new file at once and finishes this one
+			// beside it (drainRenamed): Docker may rotate again soon.
 			c.sh.metrics.rotations.WithLabelValues("rename").Inc()
-			draining, lastGrowth = followRotated, time.Now()
-			continue // read what was written before the rename
+			return followRotated
 		case fileRemoved:
 			draining, lastGrowth = followGone, time.Now()
 			continue
@@ -512,6 +513,32 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// drainRenamed reads a renamed file to its end: until it has been quiet for
+// RotateWait (a writer that has not reopened yet, as with logrotate's create
+// mode before the SIGHUP, still appends to it, like Fluent Bit's
+// Rotate_Wait), then finishes it.
+func (c *cursor) drainRenamed(ctx context.Context) {
+	lastGrowth := time.Now()
+	for ctx.Err() == nil {
+		n, err := c.fill()
+		if err != nil {
+			c.log.Error("read failed", "offset", c.base, "err", err)
+			break
+		}
+		if n > 0 {
+			lastGrowth = time.Now()
+			c.lines()
+			continue
+		}
+		if time.Since(lastGrowth) >= c.sh.cfg.RotateWait {
+			break
+		}
+		c.idle(time.Now())
+		sleepCtx(ctx, c.sh.cfg.PollInterval/5)
+	}
+	c.finish()
 }
 
 type fileState int
