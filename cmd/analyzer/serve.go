@@ -3,9 +3,73 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/faultline/faultline/server"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("serve: not implemented yet")
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: analyzer serve [flags]\n\n"+
+			"Live: consume log records from NATS JetStream (an embedded server by default),\n"+
+			"raise findings as they are proven, index events, serve HTTP.\n"+
+			"Try it: analyzer serve --demo\n\nflags:")
+		fs.PrintDefaults()
+	}
+	var cfg server.Config
+	fs.StringVar(&cfg.DataDir, "data-dir", "./faultline-data", "index, findings and embedded NATS store")
+	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
+	fs.StringVar(&cfg.NATS.URL, "nats", "", "use this external NATS server (URLs comma-separated) instead of the embedded one")
+	fs.StringVar(&cfg.NATS.User, "user", "", "NATS user")
+	fs.StringVar(&cfg.NATS.Password, "password", "", "NATS password")
+	fs.StringVar(&cfg.NATS.Token, "token", "", "NATS token")
+	fs.StringVar(&cfg.NATS.Creds, "creds", "", "NATS credentials file (JWT + nkey)")
+	fs.StringVar(&cfg.NATS.NKey, "nkey", "", "NATS nkey seed file")
+	fs.StringVar(&cfg.NATS.TLSCA, "tls-ca", "", "CA certificate file to verify the server")
+	fs.StringVar(&cfg.NATS.TLSCert, "tls-cert", "", "client certificate file")
+	fs.StringVar(&cfg.NATS.TLSKey, "tls-key", "", "client key file")
+	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:8080", "HTTP listen address (empty: off)")
+	fs.StringVar(&cfg.Webhook, "webhook", "", "POST findings here as JSON with a `text` field (Slack-compatible)")
+	fs.StringArrayVar(&cfg.RuleDirs, "rules", nil, "watched directory of rule files added to the built-in pack (repeatable)")
+	fs.BoolVar(&cfg.RulesOnly, "rules-only", false, "use only the rules from --rules")
+	fs.StringVar(&cfg.Durable, "consumer", "analyzer", "JetStream durable consumer name")
+	demo := fs.Bool("demo", false, "replay the seed scenario through two in-process shippers (try this first)")
+	fs.StringVar(&cfg.Demo, "demo-logs", "testdata/logs/seed/failed", "node folders replayed by --demo")
+	fs.DurationVar(&cfg.DemoPace, "demo-pace", 4*time.Second, "how long --demo takes to write the logs")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return usageError("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected arguments %q", fs.Args())
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError("--log-level: %v", err)
+	}
+	if !*demo {
+		cfg.Demo = ""
+	} else if !fs.Changed("data-dir") {
+		// A demo must not resume an earlier run's stream and findings.
+		dir, err := os.MkdirTemp("", "faultline-demo-data-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		cfg.DataDir = dir
+	}
+	cfg.Stdout = stdout
+	cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return server.Run(ctx, cfg)
 }

@@ -1,0 +1,95 @@
+// Package server is `analyzer serve`: it consumes log records from NATS
+// JetStream (an embedded server by default), parses them, runs the rule
+// engine on every event as it arrives, indexes the events in Bleve, and
+// announces findings on the terminal, on NATS, over a webhook and over HTTP.
+//
+// One data path with `diagnose`: records become events with parsers.Parse and
+// go through the same rule.Engine, so the same logs give the same findings.
+package server
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/faultline/faultline/shipper"
+)
+
+// Config is everything Run needs. Zero values take the defaults of defaults.
+type Config struct {
+	DataDir string // index, findings, embedded NATS store
+	// NATSListen is the embedded server's client address ("host:port"; port
+	// -1 picks a free one). Ignored when NATS.URL is set.
+	NATSListen string
+	// NATS.URL set means: use that external server or cluster instead of
+	// the embedded one, with these credentials (the shipper's options).
+	NATS      shipper.NATSOptions
+	HTTP      string   // HTTP listen address; "" disables HTTP
+	Webhook   string   // URL findings are POSTed to; "" disables it
+	RuleDirs  []string // watched rule directories, merged over the built-in pack
+	RulesOnly bool     // use only RuleDirs
+	Durable   string   // JetStream durable consumer name
+
+	// AckInterval bounds how long a message waits for the index before it
+	// is acknowledged (batched acks after an index flush).
+	AckInterval time.Duration
+	// ReloadInterval is how often the rule directories are checked.
+	ReloadInterval time.Duration
+	// WebhookRetries and WebhookBackoff tune webhook delivery.
+	WebhookRetries int
+	WebhookBackoff time.Duration
+
+	// Demo, when set, is a folder with one subfolder per node whose files
+	// are replayed by in-process shippers (see demo.go).
+	Demo      string
+	DemoPace  time.Duration // total replay time of the demo
+	DemoNodes []string      // optional subset of node folders
+
+	Stdout io.Writer    // finding blocks
+	Log    *slog.Logger // operational log
+	// Ready is called once everything listens, with the actual addresses.
+	Ready func(Addrs)
+}
+
+// Addrs are the addresses Run actually bound (useful with port 0 / -1).
+type Addrs struct {
+	NATS string // client URL of the NATS server in use
+	HTTP string // host:port of the HTTP server, "" if disabled
+}
+
+func (c *Config) defaults() {
+	if c.DataDir == "" {
+		c.DataDir = "./faultline-data"
+	}
+	if c.NATSListen == "" && c.NATS.URL == "" {
+		c.NATSListen = "127.0.0.1:4222"
+	}
+	if c.Durable == "" {
+		c.Durable = "analyzer"
+	}
+	if c.AckInterval == 0 {
+		c.AckInterval = 200 * time.Millisecond
+	}
+	if c.ReloadInterval == 0 {
+		c.ReloadInterval = 500 * time.Millisecond
+	}
+	if c.WebhookRetries == 0 {
+		c.WebhookRetries = 5
+	}
+	if c.WebhookBackoff == 0 {
+		c.WebhookBackoff = 500 * time.Millisecond
+	}
+	if c.DemoPace == 0 {
+		c.DemoPace = 4 * time.Second
+	}
+	if c.Stdout == nil {
+		c.Stdout = os.Stdout
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+}
+
+func (c *Config) natsStoreDir() string { return filepath.Join(c.DataDir, "nats") }

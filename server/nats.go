@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/faultline/faultline/shipper"
+	"github.com/faultline/faultline/wire"
+)
+
+// Stream defaults: the same as the shipper's (shipper.Config.Defaults), so
+// whichever side creates FAULTLINE_LOGS first, the stream is the same.
+const (
+	streamMaxAge     = 7 * 24 * time.Hour
+	streamDuplicates = 10 * time.Minute
+)
+
+// startEmbedded runs a nats-server with JetStream whose store lives under
+// the data dir. It does not install signal handlers: serve owns them.
+func startEmbedded(listen, storeDir string) (*natsserver.Server, error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("--nats-listen %q: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("--nats-listen %q: bad port", listen)
+	}
+	ns, err := natsserver.NewServer(&natsserver.Options{
+		ServerName: "faultline-analyzer",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   storeDir,
+		NoSigs:     true,
+		NoLog:      true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("embedded nats: not ready after 10s on %s", listen)
+	}
+	return ns, nil
+}
+
+// natsAuth turns the shipper's connection options into nats.go options
+// (the shipper keeps its own conversion unexported).
+func natsAuth(o shipper.NATSOptions) ([]nats.Option, error) {
+	var opts []nats.Option
+	if o.User != "" || o.Password != "" {
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.Token != "" {
+		opts = append(opts, nats.Token(o.Token))
+	}
+	if o.Creds != "" {
+		opts = append(opts, nats.UserCredentials(o.Creds))
+	}
+	if o.NKey != "" {
+		opt, err := nats.NkeyOptionFromSeed(o.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("nkey %s: %w", o.NKey, err)
+		}
+		opts = append(opts, opt)
+	}
+	if o.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(o.TLSCA))
+	}
+	if o.TLSCert != "" || o.TLSKey != "" {
+		if o.TLSCert == "" || o.TLSKey == "" {
+			return nil, errors.New("--tls-cert and --tls-key go together")
+		}
+		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))
+	}
+	return opts, nil
+}
+
+// ensureStream creates FAULTLINE_LOGS with the shipper's settings unless it
+// exists; an existing stream is left as the operator tuned it.
+func ensureStream(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) (jetstream.Stream, error) {
+	st, err := js.Stream(ctx, wire.StreamName)
+	if err == nil {
+		return st, nil
+	}
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("stream %s: %w", wire.StreamName, err)
+	}
+	st, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        wire.StreamName,
+		Description: "Faultline log records (NDJSON batches)",
+		Subjects:    []string{wire.StreamSubjects},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      streamMaxAge,
+		MaxBytes:    -1,
+		Duplicates:  streamDuplicates,
+		MaxMsgSize:  int32(nc.MaxPayload()),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create stream %s: %w", wire.StreamName, err)
+	}
+	return st, nil
+}
+
+// ensureConsumer creates or updates the durable pull consumer. Explicit acks:
+// a message is acknowledged only once its records are evaluated and indexed,
+// so a restarted analyzer resumes at the first unfinished message.
+func ensureConsumer(ctx context.Context, st jetstream.Stream, name string) (jetstream.Consumer, error) {
+	c, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       name,
+		Description:   "Faultline analyzer",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       60 * time.Second,
+		FilterSubject: wire.StreamSubjects,
+		MaxAckPending: 20000,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", name, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,414 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/report"
+	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/wire"
+)
+
+// server is one run of serve: its connections and the state shared by the
+// consumer, the acker and the HTTP handlers.
+type server struct {
+	cfg    Config
+	log    *slog.Logger
+	nc     *nats.Conn
+	engine *rule.Engine
+	idx    *index.Index
+	hook   *webhook
+	seen   *seenSet
+
+	acks      chan jetstream.Msg
+	unindexed atomic.Int64 // records evaluated but not yet known flushed (the index lag)
+	records   atomic.Int64
+
+	mu    sync.Mutex
+	known map[string]rule.Finding // last announced version of each finding
+}
+
+// Run serves until ctx is done.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.defaults()
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	rules, err := loadRules(cfg.RuleDirs, cfg.RulesOnly)
+	if err != nil {
+		return err
+	}
+	s := &server{
+		cfg: cfg, log: cfg.Log, engine: rule.NewEngine(rules),
+		seen: newSeenSet(1 << 18), acks: make(chan jetstream.Msg, 4096),
+		known: map[string]rule.Finding{},
+	}
+
+	natsURL := cfg.NATS.URL
+	var opts []nats.Option
+	if natsURL == "" {
+		ns, err := startEmbedded(cfg.NATSListen, cfg.natsStoreDir())
+		if err != nil {
+			return err
+		}
+		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+		natsURL = ns.ClientURL()
+		opts = append(opts, nats.InProcessServer(ns))
+		s.log.Info("embedded nats", "url", natsURL, "store", cfg.natsStoreDir())
+	} else {
+		auth, err := natsAuth(cfg.NATS)
+		if err != nil {
+			return err
+		}
+		opts = append(auth, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1))
+	}
+	opts = append(opts, nats.Name("faultline-analyzer"))
+	s.nc, err = nats.Connect(natsURL, opts...)
+	if err != nil {
+		return fmt.Errorf("nats %s: %w", natsURL, err)
+	}
+	defer s.nc.Close()
+
+	// Safe batches: a message is acked only once its records are on disk,
+	// so a kill -9 never loses an acknowledged record.
+	s.idx, err = index.Open(cfg.DataDir, index.Options{Safe: true, FlushInterval: cfg.AckInterval, Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	defer s.idx.Close()
+	for _, f := range s.idx.Findings() {
+		s.known[f.ID] = f
+	}
+
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	st, err := s.waitStream(ctx, js)
+	if err != nil {
+		return err
+	}
+	if err := s.warmUp(ctx, st); err != nil {
+		return err
+	}
+	cons, err := ensureConsumer(ctx, st, cfg.Durable)
+	if err != nil {
+		return err
+	}
+
+	s.hook = newWebhook(cfg.Webhook, cfg.WebhookRetries, cfg.WebhookBackoff, s.log)
+	var wg sync.WaitGroup
+	runCtx, cancel := context.WithCancel(ctx)
+	defer func() { cancel(); wg.Wait() }()
+	wg.Go(func() { s.hook.run(runCtx) })
+	wg.Go(func() { s.ackLoop(runCtx) })
+	wg.Go(func() { s.watchRules(runCtx) })
+
+	addrs := Addrs{NATS: natsURL}
+	if cfg.HTTP != "" {
+		ln, err := net.Listen("tcp", cfg.HTTP)
+		if err != nil {
+			return fmt.Errorf("--http: %w", err)
+		}
+		hs := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second}
+		wg.Go(func() { hs.Serve(ln) })
+		defer hs.Close()
+		addrs.HTTP = ln.Addr().String()
+		s.log.Info("http", "addr", addrs.HTTP)
+	}
+
+	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	if cfg.Demo != "" {
+		wg.Go(func() {
+			if err := runDemo(runCtx, cfg, natsURL); err != nil {
+				s.log.Error("demo", "err", err)
+			}
+		})
+	}
+	if cfg.Ready != nil {
+		cfg.Ready(addrs)
+	}
+	s.log.Info("serving", "nats", natsURL, "consumer", cfg.Durable)
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("consume: %w", err)
+		}
+		s.handle(msg)
+	}
+}
+
+// waitStream makes sure the stream exists, retrying while an external server
+// is not reachable yet (the analyzer may start before NATS in compose).
+func (s *server) waitStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := ensureStream(cctx, s.nc, js)
+		cancel()
+		if err == nil {
+			return st, nil
+		}
+		s.log.Warn("stream not ready, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// warmUp replays the stream into the engine before consuming, without
+// indexing or alerting anew: facts proven before a restart must still join
+// facts that arrive after it, and the engine keeps its state in memory only.
+// Findings it re-derives equal the stored ones and are not announced again.
+func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
+	info, err := st.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream info: %w", err)
+	}
+	last := info.State.LastSeq
+	if info.State.Msgs == 0 {
+		return nil
+	}
+	oc, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{wire.StreamSubjects}})
+	if err != nil {
+		return fmt.Errorf("warm-up consumer: %w", err)
+	}
+	it, err := oc.Messages()
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	n := 0
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		recs, _ := wire.Decode(msg.Data())
+		for i := range recs {
+			ev := parsers.Parse(recs[i])
+			if s.seen.add(ev.ID) {
+				s.announce(s.engine.Observe(&ev))
+				n++
+			}
+		}
+		if md.Sequence.Stream >= last {
+			s.log.Info("warm-up done", "records", n, "last_seq", last)
+			return nil
+		}
+	}
+}
+
+// handle evaluates and indexes the records of one message and hands the
+// message to the acker, which acks it once the index has flushed it.
+func (s *server) handle(msg jetstream.Msg) {
+	recs, err := wire.Decode(msg.Data())
+	if err != nil {
+		// The good records before the bad line are still used; a
+		// redelivery would fail the same way, so the message is acked.
+		s.log.Warn("bad message", "subject", msg.Subject(), "err", err)
+	}
+	for i := range recs {
+		ev := parsers.Parse(recs[i])
+		if ev.ID == "" {
+			continue
+		}
+		if s.seen.add(ev.ID) {
+			s.announce(s.engine.Observe(&ev))
+		}
+		if err := s.idx.Add(&ev); err != nil {
+			s.log.Error("index add", "id", ev.ID, "err", err)
+		}
+		s.unindexed.Add(1)
+		s.records.Add(1)
+	}
+	s.acks <- msg
+}
+
+// ackLoop acknowledges messages in batches after an index flush, so an
+// acknowledged record is always in the index (Benthos style: the ack
+// travels with the message until its work is done).
+func (s *server) ackLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.AckInterval)
+	defer t.Stop()
+	var pending []jetstream.Msg
+	flush := func() {
+		if len(pending) == 0 {
+			return
+		}
+		n := s.unindexed.Load()
+		if err := s.idx.Flush(ctx); err != nil {
+			s.log.Warn("index flush; acks delayed", "err", err)
+			return
+		}
+		for _, m := range pending {
+			if err := m.Ack(); err != nil {
+				s.log.Warn("ack", "err", err)
+			}
+		}
+		s.unindexed.Add(-n)
+		pending = pending[:0]
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return // unacked messages are redelivered to the next run
+		case m := <-s.acks:
+			pending = append(pending, m)
+			if len(pending) >= 1000 {
+				flush()
+			}
+		case <-t.C:
+			flush()
+		}
+	}
+}
+
+// announce stores, prints, publishes and posts each finding that is new or
+// changed since it was last announced (also across restarts: the last
+// announced versions are the stored findings).
+func (s *server) announce(fs []rule.Finding) {
+	for _, f := range fs {
+		s.mu.Lock()
+		old, ok := s.known[f.ID]
+		if ok && old.Status == f.Status && old.ExplainedBy == f.ExplainedBy && f.Updates <= old.Updates {
+			s.mu.Unlock()
+			continue
+		}
+		s.known[f.ID] = f
+		root := s.known[f.ExplainedBy]
+		s.mu.Unlock()
+
+		if err := s.idx.PutFindings([]rule.Finding{f}); err != nil {
+			s.log.Error("store finding", "id", f.ID, "err", err)
+		}
+		s.print(f, old, ok, root)
+		if b, err := json.Marshal(f); err == nil {
+			if err := s.nc.Publish(wire.FindingsSubject(f.Cluster, f.Severity), b); err != nil {
+				s.log.Warn("publish finding", "id", f.ID, "err", err)
+			}
+		}
+		s.hook.enqueue(f)
+	}
+}
+
+// print writes a full block for a new finding or one whose verdict changed
+// (confidence, status, summary, nodes), and one line when only more evidence
+// arrived, so a finding proven by a hundred lines is not a hundred blocks.
+func (s *server) print(f, old rule.Finding, seen bool, root rule.Finding) {
+	if seen && old.Confidence == f.Confidence && old.Status == f.Status && old.Summary == f.Summary &&
+		slices.Equal(old.Nodes, f.Nodes) {
+		fmt.Fprintf(s.cfg.Stdout, "  ↻ %s [%s] %s: %d evidence record(s), update %d\n",
+			f.Cause, f.Severity, f.ID, len(f.Evidence), f.Updates)
+		return
+	}
+	report.Block(s.cfg.Stdout, f, root)
+}
+
+// findings returns the stored findings (root causes first).
+func (s *server) findings() []rule.Finding {
+	fs := s.idx.Findings()
+	if fs == nil {
+		fs = []rule.Finding{}
+	}
+	return fs
+}
+
+func (s *server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/findings", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(s.findings())
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		status, code := "ok", http.StatusOK
+		if !s.nc.IsConnected() {
+			status, code = "nats disconnected", http.StatusServiceUnavailable
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(map[string]any{
+			"status": status, "records": s.records.Load(), "index_lag": s.unindexed.Load(),
+		})
+	})
+	return mux
+}
+
+// loadRules is the built-in pack merged with the rule directories.
+func loadRules(dirs []string, only bool) ([]*rule.Rule, error) {
+	var rules []*rule.Rule
+	if !only {
+		b, err := rule.LoadBuiltin()
+		if err != nil {
+			return nil, fmt.Errorf("built-in rules: %w", err)
+		}
+		rules = b
+	} else if len(dirs) == 0 {
+		return nil, errors.New("--rules-only needs at least one --rules DIR")
+	}
+	for _, d := range dirs {
+		extra, err := rule.LoadDir(d)
+		if err != nil {
+			return nil, err
+		}
+		rules = rule.Merge(rules, extra)
+	}
+	return rules, nil
+}
+
+// seenSet remembers the last n record IDs, so a redelivered record is not
+// evaluated twice. Bounded: older IDs fall out in insertion order.
+type seenSet struct {
+	ids  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newSeenSet(n int) *seenSet {
+	return &seenSet{ids: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+// add reports whether id is new.
+func (s *seenSet) add(id string) bool {
+	if _, ok := s.ids[id]; ok {
+		return false
+	}
+	if old := s.ring[s.next]; old != "" {
+		delete(s.ids, old)
+	}
+	s.ring[s.next] = id
+	s.ids[id] = struct{}{}
+	s.next = (s.next + 1) % len(s.ring)
+	return true
+}
+
