@@ -69,29 +69,35 @@ type valueInfo struct {
 
 // matchIndex finds the matchers worth running on a text: those whose
 // required literal it contains, plus those without one.
+//
+// Rules are shared between engines (rules test runs many), so everything an
+// engine mutates per event lives here, in the engine's own index.
 type matchIndex struct {
 	ac     *ahocorasick.Matcher // nil when no matcher has a literal
 	byLit  [][]*matcherRef
 	always []*matcherRef
+	order  map[*Rule]int // position in the rule list: evaluation order
+	dirty  []uint64      // per rule: event generation in which it last learnt a fact
 }
 
 type matcherRef struct {
 	r    *Rule
+	ri   int // index of r in the rule list
 	f    *fact
 	m    *matcher
 	seen uint64 // event generation that last ran it (a literal can occur twice)
 }
 
 func buildIndex(rules []*Rule) *matchIndex {
-	idx := &matchIndex{}
+	idx := &matchIndex{order: make(map[*Rule]int, len(rules)), dirty: make([]uint64, len(rules))}
 	litIdx := map[string]int{}
 	var lits []string
 	for i, r := range rules {
-		r.order = i
+		idx.order[r] = i
 		for _, name := range r.factNames {
 			f := r.facts[name]
 			for _, m := range f.matches {
-				ref := &matcherRef{r: r, f: f, m: m}
+				ref := &matcherRef{r: r, ri: i, f: f, m: m}
 				if len(m.literals) == 0 {
 					idx.always = append(idx.always, ref)
 					continue
@@ -222,8 +228,8 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string) []*Rul
 				}
 			}
 		}
-		if e.record(ls, ref.r.ID+"/"+ref.f.name, vals, ref.m.spec.Self, ev, ref.f.name, hit) && ref.r.dirty != e.gen {
-			ref.r.dirty = e.gen
+		if e.record(ls, ref.r.ID+"/"+ref.f.name, vals, ref.m.spec.Self, ev, ref.f.name, hit) && idx.dirty[ref.ri] != e.gen {
+			idx.dirty[ref.ri] = e.gen
 			dirty = append(dirty, ref.r)
 		}
 	}
@@ -239,7 +245,7 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string) []*Rul
 		}
 	}
 	if len(dirty) > 1 {
-		sort.Slice(dirty, func(i, j int) bool { return dirty[i].order < dirty[j].order })
+		sort.Slice(dirty, func(i, j int) bool { return idx.order[dirty[i]] < idx.order[dirty[j]] })
 	}
 	return dirty
 }

@@ -144,3 +144,15 @@ func TestEngineHotReload(t *testing.T) {
 		t.Fatalf("after SetRules: %+v", got)
 	}
 }
+
+// Engines share compiled rules (rules test runs one engine per case): no
+// per-event state may live on the Rule, or the second engine goes blind.
+func TestEnginesShareRules(t *testing.T) {
+	rules := mustParse(t, testRules)
+	for i := 0; i < 3; i++ {
+		e := NewEngine(rules)
+		if got := e.Observe(ev("a", 1, "OpType=ALLREDUCE")); len(got) != 1 {
+			t.Fatalf("engine %d: %d findings, want 1", i, len(got))
+		}
+	}
+}

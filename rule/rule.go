@@ -75,9 +75,6 @@ type Rule struct {
 	File string // where it was loaded from (for messages)
 	line int
 
-	order int    // position in the engine's rule list
-	dirty uint64 // event generation in which it last learnt a fact
-
 	facts       map[string]*fact
 	factNames   []string
 	condition   *vm.Program
