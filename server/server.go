@@ -411,4 +411,3 @@ func (s *seenSet) add(id string) bool {
 	s.next = (s.next + 1) % len(s.ring)
 	return true
 }
-

@@ -1,0 +1,233 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/faultline/faultline/internal/testutil"
+	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/pipeline"
+	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/shipper"
+)
+
+const seedDir = "../testdata/logs/seed/failed"
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// running is a server started by startServer.
+type running struct {
+	addrs  Addrs
+	stdout *syncBuffer
+	log    *syncBuffer
+	stop   func() error
+}
+
+// startServer runs Run in the background with an embedded NATS on a free
+// port and HTTP on a free port, and waits until it is ready.
+func startServer(t *testing.T, cfg Config) *running {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	if cfg.NATSListen == "" && cfg.NATS.URL == "" {
+		cfg.NATSListen = "127.0.0.1:-1"
+	}
+	if cfg.HTTP == "" {
+		cfg.HTTP = "127.0.0.1:0"
+	}
+	r := &running{stdout: &syncBuffer{}, log: &syncBuffer{}}
+	cfg.Stdout = r.stdout
+	cfg.Log = slog.New(slog.NewTextHandler(io.MultiWriter(r.log, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ready := make(chan Addrs, 1)
+	cfg.Ready = func(a Addrs) { ready <- a }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	select {
+	case r.addrs = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("Run: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("server not ready after 30s")
+	}
+	var once sync.Once
+	var err error
+	r.stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { r.stop() })
+	return r
+}
+
+// testWriter sends the server's log to t.Log (shown with -v or on failure).
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// findingSub collects findings published on faultline.findings.>.
+type findingSub struct {
+	mu  sync.Mutex
+	got []rule.Finding
+}
+
+func subscribeFindings(t testing.TB, url string) *findingSub {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	fs := &findingSub{}
+	if _, err := nc.Subscribe("faultline.findings.>", func(m *nats.Msg) {
+		var f rule.Finding
+		if err := json.Unmarshal(m.Data, &f); err != nil {
+			t.Errorf("finding on %s: %v", m.Subject, err)
+			return
+		}
+		fs.mu.Lock()
+		fs.got = append(fs.got, f)
+		fs.mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func (fs *findingSub) all() []rule.Finding {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return slices.Clone(fs.got)
+}
+
+// waitHigh waits for a high-confidence finding of rule id.
+func waitFinding(t testing.TB, get func() []rule.Finding, id, confidence string) rule.Finding {
+	t.Helper()
+	var found rule.Finding
+	testutil.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		for _, f := range get() {
+			if f.Rule == id && (confidence == "" || f.Confidence == confidence) {
+				found = f
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s finding (confidence %q) yet", id, confidence)
+	})
+	return found
+}
+
+// startShipper runs an in-process shipper tailing dir for node.
+func startShipper(t *testing.T, ctx context.Context, url, node, dir string, fast bool) {
+	t.Helper()
+	cfg := shipper.Config{
+		Paths:    []string{filepath.Join(dir, "*"), filepath.Join(dir, "*", "*")},
+		Node:     node,
+		NATS:     shipper.NATSOptions{URL: url},
+		StateDir: t.TempDir(),
+		Log:      slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Metrics:  shipper.NewMetrics(),
+	}
+	if fast {
+		cfg.FlushTimeout = 10 * time.Millisecond
+		cfg.BatchWait = 2 * time.Millisecond
+		cfg.PollInterval = 5 * time.Millisecond
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := shipper.Run(ctx, cfg); err != nil && ctx.Err() == nil {
+			t.Errorf("shipper %s: %v", node, err)
+		}
+	}()
+	t.Cleanup(func() { <-done })
+}
+
+// diagnose runs the offline path (what `analyzer diagnose` does) over the
+// seed scenario.
+func diagnose(t testing.TB) []rule.Finding {
+	t.Helper()
+	rules, err := rule.LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := rule.NewEngine(rules)
+	inputs, err := pipeline.ParseArgs([]string{"spark-1=" + seedDir + "/spark-1", "spark-2=" + seedDir + "/spark-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pipeline.Replay(context.Background(), inputs, pipeline.Options{Cluster: rule.DefaultCluster},
+		func(ev *parsers.Event) error { e.Observe(ev); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return e.Findings()
+}
+
+// verdicts is the comparable part of findings: rule, cause, severity, facts.
+func verdicts(fs []rule.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		facts := map[string][]string{}
+		for k, v := range f.Facts {
+			v = slices.Clone(v)
+			sort.Strings(v)
+			facts[k] = v
+		}
+		b, _ := json.Marshal(facts)
+		out = append(out, fmt.Sprintf("%s|%s|%s|%s", f.Rule, f.Cause, f.Severity, b))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func getFindings(t testing.TB, httpAddr string) []rule.Finding {
+	resp, err := http.Get("http://" + httpAddr + "/api/findings")
+	if err != nil {
+		t.Logf("GET /api/findings: %v", err)
+		return nil
+	}
+	defer resp.Body.Close()
+	var fs []rule.Finding
+	if err := json.NewDecoder(resp.Body).Decode(&fs); err != nil {
+		t.Errorf("decode /api/findings: %v", err)
+	}
+	return fs
+}
