@@ -130,6 +130,8 @@ func TestMappingTokens(t *testing.T) {
 		{"pid:4242", []string{"spark-1:2"}},
 		{"process:RayWorkerWrapper", []string{"spark-1:2"}},
 		{"rank:>=1", []string{"spark-2:2"}},
+		{"node:spark-2 line:<=2", []string{"spark-2:1", "spark-2:2"}},
+		{"node:spark-2 line:3", []string{"spark-2:3"}},
 		{"fields:interface=enp1s0f0np0", []string{"spark-2:2"}},
 		{"ip:192.168.200.12", []string{"spark-1:2"}},
 		{"time:>=2026-03-14T09:26:08Z", []string{"spark-1:6", "spark-2:4"}},
@@ -350,5 +352,32 @@ func TestLogTokenizer(t *testing.T) {
 		"0.001@6", "0@6", "001@7", "failed@8"}
 	if !slices.Equal(got, want) {
 		t.Errorf("tokens\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestCloseIsDurable: with unsafe batches, scorch's Close alone drops what
+// the persister has not written yet.
+func TestCloseIsDurable(t *testing.T) {
+	dir := t.TempDir()
+	x, err := Open(dir, Options{Shards: 2, BatchSize: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000
+	genEvents(3, n, nil, func(e *parsers.Event) {
+		if err := x.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	x, err = Open(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if c, err := x.DocCount(); err != nil || c != n {
+		t.Errorf("after reopen: %d docs (err %v), want %d", c, err, n)
 	}
 }

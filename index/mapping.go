@@ -1,6 +1,7 @@
 package index
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"time"
@@ -34,7 +35,7 @@ const (
 	FieldTime      = "time"
 	FieldPID       = "pid"
 	FieldRank      = "rank"
-	FieldLine      = "line"
+	FieldLine      = "line"   // zero-padded keyword: one term instead of a numeric's sixteen
 	FieldLines     = "lines"  // stored only
 	FieldOffset    = "offset" // stored only: offsets exceed float64's exact range in principle
 	FieldMessage   = "message"
@@ -45,7 +46,7 @@ var keywordFields = []string{FieldCluster, FieldNode, FieldContainer, FieldFile,
 	FieldSource, FieldLevel, FieldComponent, FieldProcess, FieldCause, FieldIP, FieldFields}
 
 // numericFields may be compared with field:>N and friends.
-var numericFields = []string{FieldPID, FieldRank, FieldLine}
+var numericFields = []string{FieldPID, FieldRank}
 
 // facetFields have doc values so that facets and sorting work on them.
 var facetFields = map[string]bool{FieldNode: true, FieldContainer: true, FieldSource: true, FieldLevel: true,
@@ -75,7 +76,7 @@ func NewMapping() mapping.IndexMapping {
 	for _, f := range numericFields {
 		fm := bleve.NewNumericFieldMapping()
 		fm.IncludeInAll = false
-		fm.DocValues = f == FieldLine // context sorts by line
+		fm.DocValues = false
 		dm.AddFieldMappingsAt(f, fm)
 	}
 	for _, f := range []string{FieldLines, FieldOffset} {
@@ -85,6 +86,14 @@ func NewMapping() mapping.IndexMapping {
 		fm.DocValues = false
 		dm.AddFieldMappingsAt(f, fm)
 	}
+	// The line is a fixed-width keyword: context needs ranges and order
+	// within one file, which lexical order of padded numbers gives for one
+	// term per document (a numeric field indexes sixteen).
+	lm := bleve.NewKeywordFieldMapping()
+	lm.IncludeInAll = false
+	lm.DocValues = true
+	dm.AddFieldMappingsAt(FieldLine, lm)
+
 	tm := bleve.NewDateTimeFieldMapping()
 	tm.IncludeInAll = false
 	tm.DocValues = true // sorting by time and the histogram
@@ -178,7 +187,7 @@ func (b docBuilder) build(ev *parsers.Event) *document.Document {
 			doc.AddField(document.NewNumericFieldWithIndexingOptions(FieldRank, nil, float64(n), numOpts))
 		}
 	}
-	doc.AddField(document.NewNumericFieldWithIndexingOptions(FieldLine, nil, float64(ev.Line), lineOpts))
+	doc.AddField(document.NewTextFieldCustom(FieldLine, nil, []byte(padLine(ev.Line)), lineOpts, b.keywordAnalyzer))
 	if ev.Lines > 1 {
 		doc.AddField(document.NewNumericFieldWithIndexingOptions(FieldLines, nil, float64(ev.Lines), storedOnly))
 	}
@@ -197,4 +206,9 @@ func eventTime(ev *parsers.Event) time.Time {
 		return ev.Time
 	}
 	return ev.Record.Time
+}
+
+// padLine renders a line number so that byte order is numeric order.
+func padLine(n int) string {
+	return fmt.Sprintf("%010d", max(n, 0))
 }

@@ -34,7 +34,7 @@ Quote a term to search it literally: "level:error" finds that text in messages.`
 
 // fieldKinds are the fields a query may name.
 var fieldKinds = func() map[string]string {
-	m := map[string]string{FieldMessage: "text", "msg": "text", FieldTime: "time"}
+	m := map[string]string{FieldMessage: "text", "msg": "text", FieldTime: "time", FieldLine: "line"}
 	for _, f := range keywordFields {
 		m[f] = "keyword"
 	}
@@ -285,6 +285,31 @@ func fieldClause(field, kind, val string) (query.Query, error) {
 		}
 		q := bleve.NewNumericRangeInclusiveQuery(lo, hi, loIn, hiIn)
 		q.SetField(field)
+		return q, nil
+	case "line":
+		op, v := splitOp(val)
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("query: %s:%s: %q is not a line number", field, val, v)
+		}
+		p := padLine(n)
+		var lo, hi string
+		t, f := true, false
+		loIn, hiIn := &t, &t
+		switch op {
+		case ">":
+			lo, loIn = p, &f
+		case ">=":
+			lo = p
+		case "<":
+			hi, hiIn = p, &f
+		case "<=":
+			hi = p
+		default:
+			lo, hi = p, p
+		}
+		q := bleve.NewTermRangeInclusiveQuery(lo, hi, loIn, hiIn)
+		q.SetField(FieldLine)
 		return q, nil
 	case "time":
 		op, v := splitOp(val)

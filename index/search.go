@@ -331,11 +331,11 @@ func (x *Index) Context(ctx context.Context, id string, n int) (Context, error) 
 		b.AddMust(fq)
 		return b
 	}
-	line := float64(h.Line)
+	line := padLine(h.Line)
 	f := false
-	side := func(lo, hi *float64, sort string) ([]Hit, error) {
+	side := func(lo, hi string, sort string) ([]Hit, error) {
 		b := sameFile()
-		r := bleve.NewNumericRangeInclusiveQuery(lo, hi, &f, &f)
+		r := bleve.NewTermRangeInclusiveQuery(lo, hi, &f, &f)
 		r.SetField(FieldLine)
 		b.AddMust(r)
 		req := bleve.NewSearchRequestOptions(b, n, 0, false)
@@ -351,11 +351,11 @@ func (x *Index) Context(ctx context.Context, id string, n int) (Context, error) 
 		}
 		return out, nil
 	}
-	if c.Before, err = side(nil, &line, "-"+FieldLine); err != nil {
+	if c.Before, err = side("", line, "-"+FieldLine); err != nil {
 		return Context{}, err
 	}
 	slices.Reverse(c.Before)
-	if c.After, err = side(&line, nil, FieldLine); err != nil {
+	if c.After, err = side(line, "", FieldLine); err != nil {
 		return Context{}, err
 	}
 	return c, nil
@@ -380,8 +380,8 @@ func hitFromMatch(dm *search.DocumentMatch) Hit {
 		Level: s(FieldLevel), Component: s(FieldComponent), Process: s(FieldProcess), IP: s(FieldIP),
 		Cause: s(FieldCause), Message: s(FieldMessage), Score: dm.Score,
 	}
-	if v, ok := num(FieldLine); ok {
-		h.Line = int(v)
+	if v, err := strconv.Atoi(s(FieldLine)); err == nil {
+		h.Line = v
 	}
 	if v, ok := num(FieldLines); ok {
 		h.Lines = int(v)

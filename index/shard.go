@@ -61,6 +61,7 @@ func (s *shard) run() {
 		case op, ok := <-s.in:
 			if !ok {
 				execute()
+				s.persist()
 				return
 			}
 			if op.flushed != nil {
@@ -84,5 +85,30 @@ func (s *shard) run() {
 			timerOn = false
 			execute()
 		}
+	}
+}
+
+// persist waits until everything indexed is on disk. With unsafe_batch,
+// scorch's Close does not wait for the persister, so without this the last
+// batches before Close would be lost. An empty batch carrying a persisted
+// callback is the barrier.
+func (s *shard) persist() {
+	if s.x.opts.Safe {
+		return
+	}
+	done := make(chan error, 1)
+	b := s.idx.NewBatch()
+	b.SetPersistedCallback(func(err error) { done <- err })
+	if err := s.idx.Batch(b); err != nil {
+		s.x.log.Error("index persist barrier", "shard", s.n, "err", err)
+		return
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			s.x.log.Error("index persist", "shard", s.n, "err", err)
+		}
+	case <-time.After(10 * time.Minute):
+		s.x.log.Error("index persist: timed out", "shard", s.n)
 	}
 }
