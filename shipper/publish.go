@@ -141,6 +141,7 @@ func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po Publisher
 			log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
 		}),
 		nats.ClosedHandler(func(*nats.Conn) { log.Debug("nats connection closed") }),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { log.Warn("nats error", "err", err) }),
 	)
 	nc, err := nats.Connect(no.URL, opts...)
 	if err != nil {
@@ -167,6 +168,11 @@ func (p *Publisher) ensureStream(ctx context.Context, so StreamOptions) error {
 	b := backoff{min: 100 * time.Millisecond, max: 5 * time.Second}
 	var last string
 	for {
+		if p.nc.IsClosed() {
+			// nats.go gives up only on errors that retrying cannot fix
+			// (authorization violation twice in a row).
+			return fmt.Errorf("nats connection closed: %v", p.nc.LastError())
+		}
 		err := p.tryEnsureStream(ctx, so)
 		if err == nil {
 			if last != "" {

@@ -2,7 +2,10 @@ package shipper_test
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +26,7 @@ func TestTwoShippersEveryRecordOnce(t *testing.T) {
 	nodes := []string{"spark-1", "spark-2"}
 	for _, n := range nodes {
 		// The files do not exist yet when the shippers start.
+		os.MkdirAll(filepath.Join(dir, n), 0o755)
 		startShipper(t, shipperArgs(s.ClientURL(), n, filepath.Join(dir, n, "state"), "--path", filepath.Join(dir, n, "*.log"))...)
 	}
 	const n = 3000
@@ -59,4 +63,24 @@ func TestTwoShippersEveryRecordOnce(t *testing.T) {
 		}
 	}
 	_ = wire.StreamName
+}
+
+// `docker logs -f ... | shipper -`: stdin is shipped and the shipper exits
+// at its end once everything is acknowledged.
+func TestStdin(t *testing.T) {
+	s := testutil.RunJetStreamServer(t)
+	dir := t.TempDir()
+	var in strings.Builder
+	for i := 0; i < 500; i++ {
+		fmt.Fprintf(&in, "s line %07d INFO something happened here\n", i)
+	}
+	cmd := exec.Command(shipperBin(t), append(shipperArgs(s.ClientURL(), "spark-1", filepath.Join(dir, "state")), "-")...)
+	cmd.Stdin = strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("shipper -: %v\n%s", err, out)
+	}
+	c := readStream(t, s.ClientURL())
+	if m := missing(c, "s", 500); len(m) > 0 || c.dups() != 0 {
+		t.Fatalf("%d missing, %d duplicates", len(m), c.dups())
+	}
 }
