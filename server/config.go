@@ -35,6 +35,9 @@ type Config struct {
 	// AckInterval bounds how long a message waits for the index before it
 	// is acknowledged (batched acks after an index flush).
 	AckInterval time.Duration
+	// AckWait is how long JetStream waits for an ack before redelivering:
+	// after a crash, the messages the dead process held come back after it.
+	AckWait time.Duration
 	// ReloadInterval is how often the rule directories are checked.
 	ReloadInterval time.Duration
 	// WebhookRetries and WebhookBackoff tune webhook delivery.
@@ -71,6 +74,9 @@ func (c *Config) defaults() {
 	}
 	if c.AckInterval == 0 {
 		c.AckInterval = 200 * time.Millisecond
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 10 * time.Second
 	}
 	if c.ReloadInterval == 0 {
 		c.ReloadInterval = 500 * time.Millisecond

@@ -117,12 +117,12 @@ func ensureStream(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) (j
 // ensureConsumer creates or updates the durable pull consumer. Explicit acks:
 // a message is acknowledged only once its records are evaluated and indexed,
 // so a restarted analyzer resumes at the first unfinished message.
-func ensureConsumer(ctx context.Context, st jetstream.Stream, name string) (jetstream.Consumer, error) {
+func ensureConsumer(ctx context.Context, st jetstream.Stream, name string, ackWait time.Duration) (jetstream.Consumer, error) {
 	c, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       name,
 		Description:   "Faultline analyzer",
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       60 * time.Second,
+		AckWait:       ackWait,
 		FilterSubject: wire.StreamSubjects,
 		MaxAckPending: 20000,
 		DeliverPolicy: jetstream.DeliverAllPolicy,

@@ -95,6 +95,8 @@ func Run(ctx context.Context, cfg Config) error {
 		s.known[f.ID] = f
 	}
 
+	// Before the warm-up: it may announce findings the last run had not.
+	s.hook = newWebhook(cfg.Webhook, cfg.WebhookRetries, cfg.WebhookBackoff, s.log)
 	js, err := jetstream.New(s.nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
@@ -106,12 +108,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := s.warmUp(ctx, st); err != nil {
 		return err
 	}
-	cons, err := ensureConsumer(ctx, st, cfg.Durable)
+	cons, err := ensureConsumer(ctx, st, cfg.Durable, cfg.AckWait)
 	if err != nil {
 		return err
 	}
 
-	s.hook = newWebhook(cfg.Webhook, cfg.WebhookRetries, cfg.WebhookBackoff, s.log)
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
 	defer func() { cancel(); wg.Wait() }()
