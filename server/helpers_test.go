@@ -156,10 +156,11 @@ func waitFinding(t testing.TB, get func() []rule.Finding, id, confidence string)
 }
 
 // startShipper runs an in-process shipper tailing dir for node.
-func startShipper(t *testing.T, ctx context.Context, url, node, dir string, fast bool) {
+func startShipper(t *testing.T, ctx context.Context, url, cluster, node, dir string, fast bool) {
 	t.Helper()
 	cfg := shipper.Config{
 		Paths:    []string{filepath.Join(dir, "*"), filepath.Join(dir, "*", "*")},
+		Cluster:  cluster,
 		Node:     node,
 		NATS:     shipper.NATSOptions{URL: url},
 		StateDir: t.TempDir(),

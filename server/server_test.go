@@ -50,7 +50,7 @@ func TestEndToEnd(t *testing.T) {
 	for _, node := range []string{"spark-1", "spark-2"} {
 		dir := filepath.Join(live, node)
 		os.MkdirAll(dir, 0o755)
-		startShipper(t, ctx, srv.addrs.NATS, node, dir, false)
+		startShipper(t, ctx, srv.addrs.NATS, "", node, dir, false)
 		go replayNode(ctx, filepath.Join(seedDir, node), dir, 500*time.Millisecond)
 	}
 
@@ -95,7 +95,7 @@ func TestRuleReload(t *testing.T) {
 	live := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	startShipper(t, ctx, srv.addrs.NATS, "node-a", live, true)
+	startShipper(t, ctx, srv.addrs.NATS, "", "node-a", live, true)
 
 	broken := filepath.Join(dir, "probe.yaml")
 	writeFile(t, broken, strings.Replace(probeRule, "len(probe) > 0", "len(probe >", 1))
