@@ -36,6 +36,7 @@ type Engine struct {
 	rules    []*Rule
 	idx      *matchIndex
 	gen      uint64
+	memo     regexMemo
 	clusters map[string]*clusterState
 	findings map[string]*Finding
 	ruleOf   map[string]*Rule // finding id -> rule that raised it
@@ -65,6 +66,30 @@ type valueInfo struct {
 	nodes    []string
 	owner    string // node that stated this value about itself (MatchSpec.Self)
 	evidence []Evidence
+}
+
+// regexMemo remembers the regex results of the current event: several rules
+// often use the very same regex (the GPU total of `ray status`), and it
+// should run once.
+type regexMemo struct {
+	srcs    []string
+	results [][][]string
+}
+
+func (r *regexMemo) reset() {
+	r.srcs, r.results = r.srcs[:0], r.results[:0]
+}
+
+func (r *regexMemo) find(re *regexp.Regexp, src, text string) [][]string {
+	for i, s := range r.srcs {
+		if s == src {
+			return r.results[i]
+		}
+	}
+	all := re.FindAllStringSubmatch(text, 32)
+	r.srcs = append(r.srcs, src)
+	r.results = append(r.results, all)
+	return all
 }
 
 // matchIndex finds the matchers worth running on a text: those whose
@@ -210,13 +235,14 @@ func (e *Engine) Observe(ev *parsers.Event) []Finding {
 func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string) []*Rule {
 	idx := e.idx
 	e.gen++
+	e.memo.reset()
 	var dirty []*Rule
 	try := func(ref *matcherRef) {
 		if ref.seen == e.gen {
 			return
 		}
 		ref.seen = e.gen
-		vals, hit := ref.m.extract(ev, text)
+		vals, hit := ref.m.extract(ev, text, &e.memo)
 		if len(vals) == 0 {
 			return
 		}
@@ -297,7 +323,7 @@ func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event
 // extract returns the values this matcher finds in an event, and the text
 // of the first match (to point the evidence at the right line of a
 // multi-line record).
-func (m *matcher) extract(ev *parsers.Event, text string) ([]string, string) {
+func (m *matcher) extract(ev *parsers.Event, text string, memo *regexMemo) ([]string, string) {
 	if m.sources != nil && !m.sources[ev.Source] {
 		return nil, ""
 	}
@@ -311,7 +337,12 @@ func (m *matcher) extract(ev *parsers.Event, text string) ([]string, string) {
 		}
 		return []string{v}, ""
 	}
-	all := m.re.FindAllStringSubmatch(text, 32)
+	for _, lit := range m.also {
+		if !strings.Contains(text, lit) {
+			return nil, ""
+		}
+	}
+	all := memo.find(m.re, m.spec.Regex, text)
 	if len(all) == 0 {
 		return nil, ""
 	}

@@ -96,6 +96,7 @@ type matcher struct {
 	fact      string
 	re        *regexp.Regexp
 	literals  []string // every match contains one of these: a cheap pre-check
+	also      []string // every match contains all of these too (checked before the regex)
 	valueIdx  int    // submatch index of the value, 0 = whole match
 	groups    []string
 	valueExpr *vm.Program
@@ -306,6 +307,7 @@ func compileMatcher(factName string, ms MatchSpec, path string) (*matcher, error
 		if lits := requiredLiterals(ms.Regex); score(lits) >= minLiteral {
 			m.literals = lits
 		}
+		m.also = alsoLiterals(ms.Regex, m.literals)
 	}
 	if ms.ValueExpr != "" {
 		if ms.Regex == "" {
@@ -344,6 +346,30 @@ func requiredLiterals(src string) []string {
 		return nil
 	}
 	return literalSet(re.Simplify())
+}
+
+// alsoLiterals returns the literals of the regex's top-level concatenation
+// other than the trigger set: a line with " GPU" but no "/" cannot be a
+// `ray status` GPU line, and strings.Contains says so far faster than the
+// regex engine.
+func alsoLiterals(src string, trigger []string) []string {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re = re.Simplify()
+	if re.Op != syntax.OpConcat {
+		return nil
+	}
+	var out []string
+	for _, sub := range re.Sub {
+		set := literalSet(sub)
+		if len(set) != 1 || (len(trigger) == 1 && trigger[0] == set[0]) {
+			continue
+		}
+		out = append(out, set[0])
+	}
+	return out
 }
 
 // score is the length of the shortest literal of a set: a longer one is
