@@ -12,6 +12,8 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/faultline/faultline/parsers"
 )
 
 // Query is a search: what the user typed plus structured filters.
@@ -26,7 +28,7 @@ type Query struct {
 	Since      time.Time `json:"since,omitzero"` // inclusive
 	Until      time.Time `json:"until,omitzero"` // exclusive
 	From       int       `json:"from,omitempty"`
-	Size       int       `json:"size,omitempty"` // default 50, at most 10000
+	Size       int       `json:"size,omitempty"` // default 50, at most 10000; negative: no hits
 	// Sort: "-time" (newest first, the default), "time", or "score".
 	Sort string `json:"sort,omitempty"`
 	// Facets asks for term counts of node, container, source and level.
@@ -151,7 +153,10 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{}, err
 	}
 	size := q.Size
-	if size <= 0 {
+	switch {
+	case size < 0:
+		size = 0 // counts, facets and histogram only
+	case size == 0:
 		size = 50
 	}
 	size = min(size, 10000)
@@ -167,7 +172,6 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	default:
 		return Result{}, fmt.Errorf("search: bad sort %q (want -time, time or score)", q.Sort)
 	}
-	req.IncludeLocations = q.Highlight
 	if q.Facets {
 		for _, f := range FacetFields {
 			req.AddFacet(f, bleve.NewFacetRequest(f, 50))
@@ -203,11 +207,12 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	res := Result{Total: sr.Total, Hits: make([]Hit, 0, len(sr.Hits))}
 	for _, dm := range sr.Hits {
-		h := hitFromMatch(dm)
-		if q.Highlight {
-			h.Highlights = highlights(dm, h.Message)
+		res.Hits = append(res.Hits, hitFromMatch(dm))
+	}
+	if q.Highlight && len(res.Hits) > 0 {
+		if err := x.highlight(ctx, bq, res.Hits); err != nil {
+			return Result{}, err
 		}
-		res.Hits = append(res.Hits, h)
 	}
 	for f, fr := range sr.Facets {
 		if f == "_histogram" {
@@ -235,6 +240,35 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	res.Took = time.Since(start)
 	return res, nil
+}
+
+// highlight fills in the highlights of hits. Term locations cost for every
+// matching document, so they are asked for in a second search restricted to
+// the page of hits rather than in the main one, which may match millions.
+func (x *Index) highlight(ctx context.Context, q query.Query, hits []Hit) error {
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	b := bleve.NewBooleanQuery()
+	b.AddMust(q)
+	b.AddFilter(bleve.NewDocIDQuery(ids))
+	req := bleve.NewSearchRequestOptions(b, len(ids), 0, false)
+	req.IncludeLocations = true
+	sr, err := x.alias.SearchInContext(ctx, req)
+	if err != nil {
+		return fmt.Errorf("search highlights: %w", err)
+	}
+	byID := make(map[string]*search.DocumentMatch, len(sr.Hits))
+	for _, dm := range sr.Hits {
+		byID[dm.ID] = dm
+	}
+	for i := range hits {
+		if dm, ok := byID[hits[i].ID]; ok {
+			hits[i].Highlights = highlights(dm, hits[i].Message)
+		}
+	}
+	return nil
 }
 
 // makeBuckets splits [lo, hi) into n buckets of a round width.
@@ -470,4 +504,22 @@ func onlyPunct(s string) bool {
 		}
 	}
 	return true
+}
+
+// HitFromEvent renders a live event like a search hit, so the UI shows
+// both the same way.
+func HitFromEvent(ev *parsers.Event) Hit {
+	h := Hit{
+		ID: ev.ID, Time: eventTime(ev), Cluster: ev.Cluster, Node: ev.Node, Container: ev.Container, File: ev.File,
+		Line: ev.Line, Lines: ev.Lines, Offset: ev.Offset, Stream: ev.Stream, Source: ev.Source, Level: ev.Level,
+		Component: ev.Component, Process: ev.Process, PID: ev.PID, IP: ev.IP, Cause: ev.Fields["cause"],
+		Fields: ev.Fields, Message: ev.Message,
+	}
+	if h.Message == "" {
+		h.Message = ev.Text
+	}
+	if r, err := strconv.Atoi(ev.Fields["rank"]); err == nil {
+		h.Rank = &r
+	}
+	return h
 }

@@ -1,0 +1,465 @@
+// Package web serves Faultline's HTTP API and the embedded web UI: search
+// with facets, a time histogram and highlights, context around an event,
+// findings with their evidence, a per-node timeline, a live stream of
+// events and findings (Server-Sent Events) and Prometheus metrics.
+//
+// The UI is plain HTML, CSS and JavaScript under ui/, embedded in the
+// binary; it builds every piece of log text into the page with textContent,
+// so a log line is always shown, never run.
+package web
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/rule"
+)
+
+//go:embed ui
+var uiFS embed.FS
+
+// Config is what the handler serves.
+type Config struct {
+	// Index is searched; required.
+	Index *index.Index
+	// Findings returns the current findings (root causes first). Nil: the
+	// index's stored findings.
+	Findings func() []rule.Finding
+	// LiveEvents and LiveFindings feed /api/stream; nil hubs send nothing
+	// (an offline index has no live feed).
+	LiveEvents   *Hub[*parsers.Event]
+	LiveFindings *Hub[rule.Finding]
+	// Token, when set, is required as "Authorization: Bearer TOKEN" (or the
+	// cookie the UI gets from ?token=TOKEN) on every request.
+	Token string
+	// Registry receives the HTTP and index metrics and is served on
+	// /metrics. Nil: a new registry with the Go and process collectors.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+}
+
+type server struct {
+	cfg     Config
+	log     *slog.Logger
+	mux     *http.ServeMux
+	reqs    *prometheus.CounterVec
+	latency *prometheus.HistogramVec
+	sse     prometheus.Gauge
+}
+
+const tokenCookie = "faultline_token"
+
+// NewHandler returns the HTTP handler of the API, UI and metrics.
+func NewHandler(cfg Config) (http.Handler, error) {
+	if cfg.Index == nil {
+		return nil, errors.New("web: Config.Index is required")
+	}
+	if cfg.Findings == nil {
+		cfg.Findings = cfg.Index.Findings
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+		cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	s := &server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	if err := s.registerMetrics(); err != nil {
+		return nil, err
+	}
+	ui, err := fs.Sub(uiFS, "ui")
+	if err != nil {
+		return nil, fmt.Errorf("web: embedded ui: %w", err)
+	}
+	s.route("GET /api/search", s.search)
+	s.route("GET /api/context/{id}", s.context)
+	s.route("GET /api/findings", s.findings)
+	s.route("GET /api/timeline", s.timeline)
+	s.route("GET /api/syntax", s.syntax)
+	s.route("GET /api/stream", s.stream)
+	s.route("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	s.mux.Handle("GET /metrics", s.instrument("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
+	s.mux.Handle("GET /", s.instrument("/", http.FileServerFS(ui)))
+	return s, nil
+}
+
+func (s *server) registerMetrics() error {
+	s.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "faultline_http_requests_total", Help: "HTTP requests by route and status code.",
+	}, []string{"route", "code"})
+	s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "faultline_http_request_duration_seconds", Help: "HTTP request latency by route (SSE excluded).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+	}, []string{"route"})
+	s.sse = prometheus.NewGauge(prometheus.GaugeOpts{Name: "faultline_sse_clients", Help: "Connected live-stream clients."})
+	x := s.cfg.Index
+	cs := []prometheus.Collector{s.reqs, s.latency, s.sse,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_index_events_added_total",
+			Help: "Events queued for indexing."}, func() float64 { return float64(x.Stats().Added) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_index_events_indexed_total",
+			Help: "Events in executed index batches."}, func() float64 { return float64(x.Stats().Indexed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_index_batches_total",
+			Help: "Index batches executed."}, func() float64 { return float64(x.Stats().Batches) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_index_errors_total",
+			Help: "Index batches or events that failed."}, func() float64 { return float64(x.Stats().Errors) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_index_documents",
+			Help: "Documents in the index."}, func() float64 { n, _ := x.DocCount(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_findings",
+			Help: "Findings currently known."}, func() float64 { return float64(len(s.cfg.Findings())) }),
+	}
+	for _, c := range cs {
+		if err := s.cfg.Registry.Register(c); err != nil {
+			return fmt.Errorf("web: register metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *server) route(pattern string, h http.HandlerFunc) {
+	_, path, _ := strings.Cut(pattern, " ")
+	s.mux.Handle(pattern, s.instrument(path, h))
+}
+
+// statusWriter records the status code for metrics; it passes Flush on
+// for SSE.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *server) instrument(route string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		s.reqs.WithLabelValues(route, strconv.Itoa(sw.code)).Inc()
+		if route != "/api/stream" {
+			s.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		}
+	})
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Log text is data; the UI never needs inline scripts, frames or
+	// foreign origins, so the browser is told to refuse them.
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	if !s.authorized(w, r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="faultline"`)
+		http.Error(w, "unauthorized: a bearer token is required", http.StatusUnauthorized)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// authorized checks the bearer token, or the cookie set from ?token= so
+// that a browser (whose EventSource cannot send headers) can use the UI.
+func (s *server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	ok := func(v string) bool { return subtle.ConstantTimeCompare([]byte(v), []byte(s.cfg.Token)) == 1 }
+	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") && ok(strings.TrimPrefix(a, "Bearer ")) {
+		return true
+	}
+	if c, err := r.Cookie(tokenCookie); err == nil && ok(c.Value) {
+		return true
+	}
+	if t := r.URL.Query().Get("token"); t != "" && ok(t) {
+		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		return true
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+}
+
+// ParseQuery reads an index.Query from URL parameters: q, node, container,
+// source, level, file (repeatable), since, until (RFC 3339 or a duration
+// back from now), from, size, sort, facets, histogram (bucket count),
+// highlight.
+func ParseQuery(v map[string][]string, now time.Time) (index.Query, error) {
+	get := func(k string) string {
+		if vs := v[k]; len(vs) > 0 {
+			return vs[0]
+		}
+		return ""
+	}
+	multi := func(k string) []string {
+		var out []string
+		for _, s := range v[k] {
+			for _, p := range strings.Split(s, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	q := index.Query{Text: get("q"), Nodes: multi("node"), Containers: multi("container"), Sources: multi("source"),
+		Levels: multi("level"), Files: v["file"], Sort: get("sort")}
+	var err error
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		if s := get(p.name); s != "" {
+			if *p.dst, err = index.ParseTime(s, now); err != nil {
+				return q, fmt.Errorf("%s: %w", p.name, err)
+			}
+		}
+	}
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"from", &q.From}, {"size", &q.Size}, {"histogram", &q.Histogram}} {
+		if s := get(p.name); s != "" {
+			if *p.dst, err = strconv.Atoi(s); err != nil {
+				return q, fmt.Errorf("%s: %q is not a number", p.name, s)
+			}
+		}
+	}
+	q.Size = min(q.Size, 1000)
+	q.Facets = truthy(get("facets"))
+	q.Highlight = truthy(get("highlight"))
+	return q, nil
+}
+
+func truthy(s string) bool { return s == "1" || s == "true" || s == "yes" }
+
+func (s *server) search(w http.ResponseWriter, r *http.Request) {
+	q, err := ParseQuery(r.URL.Query(), time.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	res, err := s.cfg.Index.Search(r.Context(), q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, res)
+}
+
+func (s *server) context(w http.ResponseWriter, r *http.Request) {
+	n := 10
+	if v := r.URL.Query().Get("n"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("n: %q is not a number", v))
+			return
+		}
+	}
+	c, err := s.cfg.Index.Context(r.Context(), r.PathValue("id"), n)
+	if errors.Is(err, index.ErrNotFound) {
+		writeError(w, http.StatusNotFound, err)
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, c)
+}
+
+func (s *server) findings(w http.ResponseWriter, r *http.Request) {
+	fs := s.cfg.Findings()
+	if fs == nil {
+		fs = []rule.Finding{}
+	}
+	writeJSON(w, fs)
+}
+
+func (s *server) syntax(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, map[string]any{"syntax": index.QuerySyntax, "fields": index.KnownFields()})
+}
+
+// Lane is one node's row of the timeline.
+type Lane struct {
+	Node    string         `json:"node"`
+	Buckets []index.Bucket `json:"buckets"` // all events matching the query
+	Errors  []index.Hit    `json:"errors"`  // error and critical events (at most 200)
+}
+
+// Timeline is the launch seen per node.
+type Timeline struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Lanes []Lane    `json:"lanes"`
+}
+
+// timeline answers one lane per node: a histogram of the events matching
+// the query and the error events, over the query's time range (or the
+// index's). Findings' evidence is placed by the client from /api/findings.
+func (s *server) timeline(w http.ResponseWriter, r *http.Request) {
+	q, err := ParseQuery(r.URL.Query(), time.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	tl, err := BuildTimeline(r.Context(), s.cfg.Index, q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, tl)
+}
+
+// BuildTimeline computes the per-node timeline of q (q.Histogram buckets,
+// default 60).
+func BuildTimeline(ctx context.Context, x *index.Index, q index.Query) (Timeline, error) {
+	if q.Histogram <= 0 {
+		q.Histogram = 60
+	}
+	if q.Since.IsZero() || q.Until.IsZero() {
+		lo, hi, err := x.Bounds(ctx)
+		if err != nil {
+			return Timeline{}, err
+		}
+		if q.Since.IsZero() {
+			q.Since = lo
+		}
+		if q.Until.IsZero() {
+			q.Until = hi.Add(time.Nanosecond)
+		}
+	}
+	tl := Timeline{Start: q.Since, End: q.Until, Lanes: []Lane{}}
+	nodes := q.Nodes
+	if len(nodes) == 0 {
+		fq := q
+		fq.Size, fq.Facets, fq.Histogram = -1, true, 0
+		res, err := x.Search(ctx, fq)
+		if err != nil {
+			return tl, err
+		}
+		for _, t := range res.Facets[index.FieldNode] {
+			nodes = append(nodes, t.Term)
+		}
+		slices.Sort(nodes)
+	}
+	for _, n := range nodes {
+		lq := q
+		lq.Nodes, lq.Size, lq.Facets, lq.Highlight, lq.From = []string{n}, -1, false, false, 0
+		res, err := x.Search(ctx, lq)
+		if err != nil {
+			return tl, err
+		}
+		eq := lq
+		eq.Histogram, eq.Size, eq.Sort = 0, 200, "time"
+		eq.Levels = []string{parsers.LevelError, parsers.LevelCritical}
+		errs, err := x.Search(ctx, eq)
+		if err != nil {
+			return tl, err
+		}
+		tl.Lanes = append(tl.Lanes, Lane{Node: n, Buckets: res.Histogram, Errors: errs.Hits})
+	}
+	return tl, nil
+}
+
+// stream sends live events ("event: log", data: an index.Hit) and
+// findings ("event: finding", data: a rule.Finding) as Server-Sent
+// Events, with a comment every 15s to keep proxies from closing it.
+func (s *server) stream(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, errors.New("streaming unsupported"))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": faultline live stream\nretry: 2000\n\n")
+	fl.Flush()
+	s.sse.Inc()
+	defer s.sse.Dec()
+
+	ctx := r.Context()
+	var evs <-chan *parsers.Event
+	var fds <-chan rule.Finding
+	if s.cfg.LiveEvents != nil {
+		evs = s.cfg.LiveEvents.Subscribe(ctx)
+	}
+	if s.cfg.LiveFindings != nil {
+		fds = s.cfg.LiveFindings.Subscribe(ctx)
+	}
+	ping := time.NewTicker(15 * time.Second)
+	defer ping.Stop()
+	send := func(event string, v any) bool {
+		b, err := json.Marshal(v)
+		if err != nil {
+			s.log.Error("sse encode", "err", err)
+			return true
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return false
+		}
+		fl.Flush()
+		return true
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-evs:
+			if !send("log", index.HitFromEvent(ev)) {
+				return
+			}
+		case f := <-fds:
+			if !send("finding", f) {
+				return
+			}
+		case <-ping.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+				return
+			}
+			fl.Flush()
+		}
+	}
+}
