@@ -49,7 +49,7 @@ func TestLatency(t *testing.T) {
 	for i := range runs {
 		if i%50 == 0 {
 			live := t.TempDir()
-			startShipper(t, ctx, srv.addrs.NATS, fmt.Sprintf("lat-%d", i/50), "spark-1", live, true)
+			startShipper(t, ctx, srv.addrs.NATS, fmt.Sprintf("lat-%d", i/50), "spark-1", live, false) // the shipper's defaults: the figure a user gets
 			file = filepath.Join(live, "monitor.log")
 			appendLine(t, file, "2026-04-08 22:43:00,000\tINFO autoscaler.py:1 -- start")
 		}

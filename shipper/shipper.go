@@ -81,19 +81,19 @@ func (c *Config) Defaults() {
 		c.StateDir = "./shipper-state"
 	}
 	if c.FlushTimeout == 0 {
-		c.FlushTimeout = 200 * time.Millisecond
+		c.FlushTimeout = 50 * time.Millisecond
 	}
 	if c.BatchBytes == 0 {
 		c.BatchBytes = 256 << 10
 	}
 	if c.BatchWait == 0 {
-		c.BatchWait = 100 * time.Millisecond
+		c.BatchWait = 25 * time.Millisecond
 	}
 	if c.PollInterval == 0 {
-		c.PollInterval = 250 * time.Millisecond
+		c.PollInterval = 50 * time.Millisecond
 	}
 	if c.RotateWait == 0 {
-		c.RotateWait = 2 * c.PollInterval
+		c.RotateWait = 500 * time.Millisecond
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
