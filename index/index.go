@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,6 +138,9 @@ func Open(dir string, opts Options) (*Index, error) {
 	for i := 0; i < m.Shards; i++ {
 		path := filepath.Join(idxDir, fmt.Sprintf("shard-%02d", i))
 		bi, err := openShard(path, x.mapping, opts)
+		if err != nil && opts.ReadOnly && strings.Contains(err.Error(), "timeout") {
+			err = fmt.Errorf("%w (is 'analyzer serve' or 'ingest' writing it? use the UI and API of serve instead)", err)
+		}
 		if err != nil {
 			for _, s := range x.shards {
 				s.idx.Close()
@@ -163,7 +167,9 @@ func Open(dir string, opts Options) (*Index, error) {
 func openShard(path string, im mapping.IndexMapping, opts Options) (bleve.Index, error) {
 	cfg := map[string]interface{}{"unsafe_batch": !opts.Safe}
 	if opts.ReadOnly {
-		cfg = map[string]interface{}{"read_only": true}
+		// A writer (serve, ingest) holds the shard's lock; fail after a
+		// moment instead of waiting forever for it.
+		cfg = map[string]interface{}{"read_only": true, "bolt_timeout": "3s"}
 	}
 	if _, err := os.Stat(filepath.Join(path, "index_meta.json")); err == nil {
 		return bleve.OpenUsing(path, cfg)

@@ -45,14 +45,14 @@ type Hit struct {
 	Time      time.Time         `json:"time,omitzero"`
 	Cluster   string            `json:"cluster,omitempty"`
 	Node      string            `json:"node"`
-	Container string            `json:"container,omitempty"`
+	Container string            `json:"container"`
 	File      string            `json:"file"`
 	Line      int               `json:"line"`
 	Lines     int               `json:"lines,omitempty"`
 	Offset    int64             `json:"offset"`
 	Stream    string            `json:"stream,omitempty"`
 	Source    string            `json:"source"`
-	Level     string            `json:"level,omitempty"`
+	Level     string            `json:"level"`
 	Component string            `json:"component,omitempty"`
 	Process   string            `json:"process,omitempty"`
 	PID       int               `json:"pid,omitempty"`

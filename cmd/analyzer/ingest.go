@@ -3,9 +3,189 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/pipeline"
+	"github.com/faultline/faultline/rule"
 )
 
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("ingest: not implemented yet")
+	fs := pflag.NewFlagSet("ingest", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: analyzer ingest [flags] [NODE=]PATH ...\n\n"+
+			"Index collected logs into --data-dir for `analyzer search` and `analyzer ui`, and store the\n"+
+			"findings of the rules beside them. Ingesting the same files again replaces, never duplicates.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	dataDir := fs.String("data-dir", "./faultline-data", "index and findings directory (shared with serve, search, ui)")
+	cluster := fs.String("cluster", rule.DefaultCluster, "cluster label for the logs")
+	shards := fs.Int("shards", 0, "index shards written in parallel for a new index (default: CPUs, at least 2)")
+	quiet := fs.BoolP("quiet", "q", false, "no progress bar")
+	var rf ruleFlags
+	rf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return usageError("%v", err)
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return usageError("no input: give log files or folders, NODE=PATH to name the node")
+	}
+	inputs, err := pipeline.ParseArgs(fs.Args())
+	if err != nil {
+		return usageError("%v", err)
+	}
+	files, err := pipeline.Expand(inputs)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if len(files) == 0 {
+		return usageError("no readable log files in the input")
+	}
+	rules, err := rf.load()
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, f := range files {
+		if fi, err := os.Stat(f.Path); err == nil {
+			total += fi.Size()
+		}
+	}
+
+	start := time.Now()
+	idx, err := index.Open(*dataDir, index.Options{Shards: *shards,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	defer idx.Close()
+	engine := rule.NewEngine(rules)
+	bar := newProgress(stderr, total, !*quiet)
+	warnings := 0
+	st, err := pipeline.ReplayFiles(ctx, files, pipeline.Options{
+		Cluster: *cluster,
+		Warn: func(err error) {
+			if warnings++; warnings <= maxWarningsShown {
+				bar.println(fmt.Sprintf("warning: %v", err))
+			}
+		},
+	}, func(ev *parsers.Event) error {
+		engine.Observe(ev)
+		bar.observe(ev)
+		return idx.Add(ev)
+	})
+	if err != nil {
+		bar.done()
+		return fmt.Errorf("ingest: %w", err)
+	}
+	findings := engine.Findings()
+	if err := idx.PutFindings(findings); err != nil {
+		bar.done()
+		return err
+	}
+	if err := idx.Flush(ctx); err != nil {
+		bar.done()
+		return err
+	}
+	bar.done()
+	if err := idx.Close(); err != nil { // durable before the summary claims it
+		return err
+	}
+	docs := st.Records
+	if x, err := index.Open(*dataDir, index.Options{ReadOnly: true}); err == nil {
+		if n, err := x.DocCount(); err == nil {
+			docs = int64(n)
+		}
+		x.Close()
+	}
+	el := time.Since(start)
+	fmt.Fprintf(stdout, "Ingested %d files (%.1f MB), %d lines, %d records in %.1fs (%.0f records/s) into %s\n",
+		st.Files, float64(st.Bytes)/1e6, st.Lines, st.Records, el.Seconds(), float64(st.Records)/el.Seconds(), *dataDir)
+	fmt.Fprintf(stdout, "Index holds %d events; %d finding(s) stored", docs, len(findings))
+	if warnings > 0 {
+		fmt.Fprintf(stdout, "; %d input warning(s)", warnings)
+	}
+	fmt.Fprintln(stdout)
+	for _, f := range findings {
+		fmt.Fprintf(stdout, "  [%s] %s (%s)\n", f.Severity, f.Title, strings.Join(f.Nodes, ", "))
+	}
+	fmt.Fprintf(stdout, "Next: analyzer search --data-dir %s QUERY   or   analyzer ui --data-dir %s\n", *dataDir, *dataDir)
+	return nil
+}
+
+// progress draws a one-line bar on a terminal: bytes read (the furthest
+// offset seen per file) against the inputs' total size.
+type progress struct {
+	w       io.Writer
+	on      bool
+	total   int64
+	perFile map[string]int64
+	read    int64
+	events  int64
+	start   time.Time
+	last    time.Time
+}
+
+func newProgress(w io.Writer, total int64, want bool) *progress {
+	on := false
+	if f, ok := w.(*os.File); ok && want {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			on = true
+		}
+	}
+	return &progress{w: w, on: on, total: max(total, 1), perFile: map[string]int64{}, start: time.Now()}
+}
+
+func (p *progress) observe(ev *parsers.Event) {
+	p.events++
+	if !p.on {
+		return
+	}
+	if end := ev.Offset + ev.Size; end > p.perFile[ev.File] {
+		p.read += end - p.perFile[ev.File]
+		p.perFile[ev.File] = end
+	}
+	if now := time.Now(); now.Sub(p.last) >= 200*time.Millisecond {
+		p.last = now
+		p.draw()
+	}
+}
+
+func (p *progress) draw() {
+	frac := min(float64(p.read)/float64(p.total), 1)
+	const width = 30
+	n := int(frac * width)
+	rate := float64(p.events) / max(time.Since(p.start).Seconds(), 0.001)
+	fmt.Fprintf(p.w, "\r[%s%s] %3.0f%% %d events %.0f/s ", strings.Repeat("=", n), strings.Repeat(" ", width-n), frac*100, p.events, rate)
+}
+
+func (p *progress) println(s string) {
+	if p.on {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	fmt.Fprintln(p.w, s)
+	if p.on {
+		p.draw()
+	}
+}
+
+func (p *progress) done() {
+	if p.on {
+		p.read = p.total
+		p.draw()
+		fmt.Fprintln(p.w)
+	}
 }

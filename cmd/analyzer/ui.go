@@ -3,9 +3,77 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/web"
 )
 
 func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("ui: not implemented yet")
+	fs := pflag.NewFlagSet("ui", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: analyzer ui [flags]\n\n"+
+			"Serve the web UI and the HTTP API over an index made by `analyzer ingest` (offline; for a\n"+
+			"live index, `analyzer serve` serves the same UI).\n\nflags:")
+		fs.PrintDefaults()
+	}
+	dataDir := fs.String("data-dir", "./faultline-data", "index directory (shared with serve, ingest, search)")
+	addr := fs.String("http", "127.0.0.1:8080", "listen address; keep it on loopback unless --http-token is set")
+	token := fs.String("http-token", os.Getenv("FAULTLINE_HTTP_TOKEN"), "require this bearer token (default $FAULTLINE_HTTP_TOKEN); the browser passes it once as ?token=")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return usageError("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected arguments %q", fs.Args())
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	idx, err := index.Open(*dataDir, index.Options{ReadOnly: true})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	defer idx.Close()
+	h, err := web.NewHandler(web.Config{Index: idx, Token: *token, Logger: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return usageError("--http: %v", err)
+	}
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil && *token == "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			log.Warn("serving on a non-loopback address without --http-token: anyone who can reach it can read the logs", "addr", ln.Addr())
+		}
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	if *token != "" {
+		url += "?token=" + *token
+	}
+	fmt.Fprintf(stdout, "Faultline UI on %s (index %s); Ctrl-C to stop\n", url, *dataDir)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close() // SSE clients hold connections open
+	}
+	return nil
 }

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func runCmd(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// TestIngestTwiceThenSearch: ingest indexes the seed and stores its
+// findings; a second ingest of the same files changes nothing; search
+// answers with the documented flags and JSON fields.
+func TestIngestTwiceThenSearch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	seed := filepath.Join("..", "..", "testdata", "logs", "seed", "failed")
+	var first string
+	for i := 0; i < 2; i++ {
+		out, errs, code := runCmd(t, "ingest", "--data-dir", dir, seed)
+		if code != 0 {
+			t.Fatalf("ingest exit %d: %s", code, errs)
+		}
+		m := regexp.MustCompile(`Index holds (\d+) events; (\d+) finding`).FindStringSubmatch(out)
+		if m == nil || m[1] == "0" || m[2] == "0" {
+			t.Fatalf("ingest summary: %q", out)
+		}
+		if i == 0 {
+			first = m[0]
+		} else if m[0] != first {
+			t.Errorf("second ingest of the same files: %q, first: %q", m[0], first)
+		}
+	}
+
+	out, errs, code := runCmd(t, "search", "--data-dir", dir, "--json", "-n", "100", "192.168.200.12")
+	if code != 0 {
+		t.Fatalf("search exit %d: %s", code, errs)
+	}
+	nodes := map[string]bool{}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, l := range lines {
+		var h map[string]any
+		if err := json.Unmarshal([]byte(l), &h); err != nil {
+			t.Fatalf("not JSON: %q", l)
+		}
+		for _, k := range []string{"id", "time", "node", "container", "file", "line", "source", "level", "message"} {
+			if _, ok := h[k]; !ok {
+				t.Errorf("hit lacks %q: %s", k, l)
+			}
+		}
+		nodes[h["node"].(string)] = true
+		if !strings.Contains(h["message"].(string), "192.168.200.12") {
+			t.Errorf("hit without the IP: %s", l)
+		}
+	}
+	if !nodes["spark-1"] || !nodes["spark-2"] {
+		t.Errorf("hits from %v, want both nodes", nodes)
+	}
+
+	out, _, _ = runCmd(t, "search", "--data-dir", dir, "--json", "--node", "spark-2", "192.168.200.12")
+	if n := strings.Count(out, "\n"); n == 0 || strings.Contains(out, `"node":"spark-1"`) {
+		t.Errorf("--node spark-2: %q", out)
+	}
+
+	out, _, _ = runCmd(t, "search", "--data-dir", dir, "-n", "1", "-C", "2", "--level", "error", "Cannot provide a placement group")
+	if got := strings.Count(out, "\n"); got < 3 || !strings.Contains(out, ".log:") {
+		t.Errorf("-C 2 printed %d lines: %q", got, out)
+	}
+
+	out, _, _ = runCmd(t, "search", "--data-dir", dir, "--facets", "-n", "0", "node:192.168.200.12")
+	if !regexp.MustCompile(`(?m)^node: spark-1=\d+`).MatchString(out) || !strings.Contains(out, "level:") {
+		t.Errorf("--facets: %q", out)
+	}
+
+	out, _, _ = runCmd(t, "search", "--data-dir", dir, "--json", "--since", "2026-04-08T23:24:00Z", "--until", "2026-04-08T23:25:00Z", "-n", "500")
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.Contains(l, `"time":"2026-04-08T23:24:`) {
+			t.Errorf("--since/--until let through %s", l)
+		}
+	}
+
+	if _, _, code := runCmd(t, "search", "--data-dir", filepath.Join(dir, "none"), "x"); code != 1 {
+		t.Errorf("search of a missing index: exit %d, want 1", code)
+	}
+	if _, _, code := runCmd(t, "search", "--data-dir", dir, "pid:abc"); code != 1 {
+		t.Errorf("bad query: exit %d, want 1", code)
+	}
+}
