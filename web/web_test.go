@@ -216,12 +216,20 @@ func TestMetrics(t *testing.T) {
 	x := seedIndex(t)
 	ts := newServer(t, Config{Index: x})
 	getJSON(t, ts.URL+"/api/search?q=ray", nil)
-	resp, err := http.Get(ts.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	var b []byte
+	// The request is counted after its response is written: poll a moment.
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		resp, err := http.Get(ts.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), `route="/api/search"`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	for _, want := range []string{`faultline_http_requests_total{code="200",route="/api/search"} 1`,
 		"faultline_index_documents ", "faultline_findings ", "faultline_http_request_duration_seconds_bucket", "go_goroutines"} {
 		if !strings.Contains(string(b), want) {
