@@ -1,0 +1,235 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/internal/testutil"
+	"github.com/faultline/faultline/rule"
+)
+
+// natsImageLabel marks the nats:2.12 image this test builds, so that a real
+// (pulled) nats:2.12 is never overwritten.
+const natsImageLabel = "io.faultline.test-nats"
+
+// seedFeeder is the program of the feed container: it prints the seed
+// spark-1 container log (a Docker json-file log, embedded) to stdout and
+// stderr as the vLLM container wrote it, so that Docker's json-file driver
+// writes it again under the data root the compose shipper tails; then idles.
+const seedFeeder = `package main
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"os"
+	"time"
+)
+
+//go:embed seed.log
+var seed []byte
+
+func main() {
+	sc := bufio.NewScanner(bytes.NewReader(seed))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct{ Log, Stream string }
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		out := os.Stdout
+		if l.Stream == "stderr" {
+			out = os.Stderr
+		}
+		out.WriteString(l.Log)
+	}
+	time.Sleep(time.Hour)
+}
+`
+
+// composeCmd returns the compose command line of this machine: `docker
+// compose` (v2) or `docker-compose` (v1), or nil.
+func composeCmd() []string {
+	if exec.Command("docker", "compose", "version").Run() == nil {
+		return []string{"docker", "compose"}
+	}
+	if _, err := exec.LookPath("docker-compose"); err == nil {
+		return []string{"docker-compose"}
+	}
+	return nil
+}
+
+// runCmd runs a command (in dir if set, with extra environment), failing the
+// test with its output on error.
+func runCmd(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
+	}
+	t.Logf("%s %s (%v)", name, strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	return out.String()
+}
+
+func freeTCPPort(t *testing.T) string {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(freePort(t))
+	return port
+}
+
+// TestComposeStackUp builds the images and runs docker-compose.yml: NATS
+// (nats:2.12, built here from the nats-server module since no registry can
+// be reached), the analyzer and the shipper tailing Docker's data root. A
+// feed container prints the seed spark-1 vLLM container log; the shipper
+// discovers its json-file log and the analyzer raises ray-node-ip-mismatch,
+// seen on GET /api/findings of the published port and on the NATS findings
+// subject. Skips where no Docker engine runs.
+func TestComposeStackUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds images and runs the compose stack")
+	}
+	if out, err := exec.Command("docker", "info").CombinedOutput(); err != nil {
+		t.Skipf("no Docker engine here (docker info: %v: %.300s)", err, out)
+	}
+	compose := composeCmd()
+	if compose == nil {
+		t.Skip("Docker engine runs, but neither `docker compose` nor docker-compose is installed")
+	}
+	dockerRoot := strings.TrimSpace(runCmd(t, "", nil, "docker", "info", "-f", "{{.DockerRootDir}}"))
+	begin := time.Now()
+	id := strconv.Itoa(os.Getpid())
+	project := "faultlinestack" + id
+	image := "faultline:stacktest-" + id
+
+	// nats:2.12 from the nats-server module (in go.mod): a static binary in
+	// a FROM scratch image. Compose's command (--jetstream --store_dir ...)
+	// replaces CMD and is appended to the ENTRYPOINT, as with the official image.
+	if label, err := exec.Command("docker", "image", "inspect", "-f",
+		`{{index .Config.Labels "`+natsImageLabel+`"}}`, "nats:2.12").Output(); err == nil && strings.TrimSpace(string(label)) == "" {
+		t.Logf("using the existing nats:2.12 image (not built by this test)")
+	} else {
+		natsCtx := t.TempDir()
+		runCmd(t, "..", []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", filepath.Join(natsCtx, "nats-server"), "github.com/nats-io/nats-server/v2")
+		writeFile(t, filepath.Join(natsCtx, "Dockerfile"), "FROM scratch\n"+
+			"LABEL "+natsImageLabel+"=1\n"+
+			"COPY nats-server /nats-server\n"+
+			"EXPOSE 4222 8222\n"+
+			`ENTRYPOINT ["/nats-server", "-js"]`+"\n")
+		// Left in place afterwards: it stands for the pulled official image.
+		runCmd(t, "", nil, "docker", "build", "-q", "-t", "nats:2.12", natsCtx)
+	}
+
+	// The faultline image, as the Dockerfile header says: static binaries
+	// built on the host, then COPY into FROM scratch. The build context is a
+	// temporary folder, so the repository's bin/ is not touched.
+	ctx := t.TempDir()
+	runCmd(t, "..", []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", filepath.Join(ctx, "bin")+"/", "./cmd/analyzer", "./cmd/shipper")
+	df, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ctx, "Dockerfile"), string(df))
+	runCmd(t, "", nil, "docker", "build", "-q", "-t", image, ctx)
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", image).Run() })
+
+	// The feed container's image.
+	feedCtx := t.TempDir()
+	writeFile(t, filepath.Join(feedCtx, "main.go"), seedFeeder)
+	writeFile(t, filepath.Join(feedCtx, "go.mod"), "module seedfeeder\n\ngo 1.22\n")
+	seed, err := os.ReadFile(filepath.Join(seedDir, "spark-1", "vllm-qwen35-json.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(feedCtx, "seed.log"), string(seed))
+	runCmd(t, feedCtx, []string{"CGO_ENABLED=0", "GOFLAGS=", "GOWORK=off"}, "go", "build", "-o", "feeder", ".")
+	writeFile(t, filepath.Join(feedCtx, "Dockerfile"), "FROM scratch\nCOPY feeder /feeder\nENTRYPOINT [\"/feeder\"]\n")
+	feedImage := "faultline-seedfeed:" + id
+	runCmd(t, "", nil, "docker", "build", "-q", "-t", feedImage, feedCtx)
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", feedImage).Run() })
+	t.Logf("images built in %v", time.Since(begin).Round(time.Millisecond))
+
+	// The stack, under a project name of its own and on free host ports.
+	natsPort, httpPort := freeTCPPort(t), freeTCPPort(t)
+	env := []string{
+		"FAULTLINE_IMAGE=" + image,
+		"FAULTLINE_NATS_PORT=" + natsPort,
+		"FAULTLINE_HTTP_PORT=" + httpPort,
+		"FAULTLINE_DOCKER_ROOT=" + dockerRoot,
+		"FAULTLINE_NODE=spark-1",
+	}
+	composeArgs := func(args ...string) []string {
+		return append(append(slices.Clone(compose[1:]), "-f", "../docker-compose.yml", "-p", project), args...)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := exec.Command(compose[0], composeArgs("logs", "--no-color", "--tail", "60")...).CombinedOutput()
+			t.Logf("stack logs:\n%s", out)
+		}
+		cmd := exec.Command(compose[0], composeArgs("down", "-v", "--remove-orphans", "-t", "5")...)
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Logf("compose down: %v\n%s", err, out)
+		}
+	})
+	runCmd(t, "", env, compose[0], composeArgs("up", "-d", "--no-build")...)
+
+	httpAddr := "127.0.0.1:" + httpPort
+	testutil.CheckFor(t, 60*time.Second, 250*time.Millisecond, func() error {
+		resp, err := httpGet("http://" + httpAddr + "/healthz")
+		if err != nil {
+			return err
+		}
+		if resp != http.StatusOK {
+			return fmt.Errorf("healthz: %d", resp)
+		}
+		return nil
+	})
+	sub := subscribeFindings(t, "nats://127.0.0.1:"+natsPort)
+
+	feed := project + "-seedfeed"
+	runCmd(t, "", nil, "docker", "run", "-d", "--name", feed, "--log-driver", "json-file", feedImage)
+	t.Cleanup(func() { exec.Command("docker", "rm", "-f", feed).Run() })
+
+	var f rule.Finding
+	testutil.CheckFor(t, 3*time.Minute, 500*time.Millisecond, func() error {
+		for _, g := range getFindings(t, httpAddr) {
+			if g.Rule == "ray-node-ip-mismatch" && g.Confidence == "high" {
+				f = g
+				return nil
+			}
+		}
+		return fmt.Errorf("no high ray-node-ip-mismatch finding on GET /api/findings yet")
+	})
+	t.Logf("finding on the stack's /api/findings %v after the test began", time.Since(begin).Round(time.Millisecond))
+	if f.Severity != rule.SeverityCritical || !slices.Contains(f.Facts["requested_node"], "192.168.200.12") ||
+		!slices.Contains(f.Facts["registered_ip"], "10.1.230.180") || !slices.Contains(f.Nodes, "spark-1") {
+		t.Errorf("finding: severity %s nodes %v facts %v", f.Severity, f.Nodes, f.Facts)
+	}
+	waitFinding(t, sub.all, "ray-node-ip-mismatch", "high")
+}
+
+// httpGet returns the status code of a GET.
+func httpGet(url string) (int, error) {
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
