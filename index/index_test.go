@@ -316,7 +316,7 @@ func TestContext(t *testing.T) {
 }
 
 func TestParseQueryErrors(t *testing.T) {
-	for _, q := range []string{"pid:abc", "time:>yesterday-ish"} {
+	for _, q := range []string{"pid:abc", "time:>yesterday-ish", "pid:>100"} {
 		if _, err := ParseQuery(q); err == nil {
 			t.Errorf("ParseQuery(%q): no error", q)
 		}

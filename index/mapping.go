@@ -42,15 +42,16 @@ const (
 )
 
 // KeywordFields are the exact-match fields a query may filter with field:value.
-var keywordFields = []string{FieldCluster, FieldNode, FieldContainer, FieldFile, FieldFileID, FieldStream,
+var keywordFields = []string{FieldCluster, FieldNode, FieldContainer, FieldFile, FieldStream,
 	FieldSource, FieldLevel, FieldComponent, FieldProcess, FieldCause, FieldIP, FieldFields}
 
 // numericFields may be compared with field:>N and friends.
 var numericFields = []string{FieldPID, FieldRank}
 
-// facetFields have doc values so that facets and sorting work on them.
-var facetFields = map[string]bool{FieldNode: true, FieldContainer: true, FieldSource: true, FieldLevel: true,
-	FieldCluster: true, FieldComponent: true, FieldProcess: true, FieldCause: true, FieldFile: true}
+// facetFields have doc values so that facets work on them; doc values of a
+// field cost at every segment build and merge, so only the facets the UI
+// and CLI show have them.
+var facetFields = map[string]bool{FieldNode: true, FieldContainer: true, FieldSource: true, FieldLevel: true}
 
 // NewMapping returns the lean index mapping: every field explicit, no
 // catch-all `_all` field and no dynamic fields, because both roughly halve
@@ -79,6 +80,11 @@ func NewMapping() mapping.IndexMapping {
 		fm.DocValues = false
 		dm.AddFieldMappingsAt(f, fm)
 	}
+	fid := bleve.NewKeywordFieldMapping()
+	fid.Index = false // stored for reference only: context goes by node and file
+	fid.IncludeInAll = false
+	fid.DocValues = false
+	dm.AddFieldMappingsAt(FieldFileID, fid)
 	for _, f := range []string{FieldLines, FieldOffset} {
 		fm := bleve.NewNumericFieldMapping()
 		fm.Index = false
@@ -152,7 +158,9 @@ func (b docBuilder) build(ev *parsers.Event) *document.Document {
 	kw(FieldNode, ev.Node)
 	kw(FieldContainer, ev.Container)
 	kw(FieldFile, ev.File)
-	kw(FieldFileID, ev.FileID)
+	if ev.FileID != "" && ev.FileID != ev.File {
+		doc.AddField(document.NewTextFieldCustom(FieldFileID, nil, []byte(ev.FileID), storedOnly, b.keywordAnalyzer))
+	}
 	kw(FieldStream, ev.Stream)
 	kw(FieldSource, ev.Source)
 	kw(FieldLevel, ev.Level)
@@ -180,7 +188,7 @@ func (b docBuilder) build(ev *parsers.Event) *document.Document {
 		}
 	}
 	if ev.PID != 0 {
-		doc.AddField(document.NewNumericFieldWithIndexingOptions(FieldPID, nil, float64(ev.PID), numOpts))
+		doc.AddField(newExactNumericField(FieldPID, float64(ev.PID), numOpts))
 	}
 	if r, ok := ev.Fields["rank"]; ok {
 		if n, err := strconv.Atoi(r); err == nil {
@@ -212,3 +220,31 @@ func eventTime(ev *parsers.Event) time.Time {
 func padLine(n int) string {
 	return fmt.Sprintf("%010d", max(n, 0))
 }
+
+// exactNumericField is a numeric field indexed by its exact value only.
+// Bleve indexes a number as sixteen precision-shifted terms so that ranges
+// are cheap; for a pid, which people look up but never range over, that is
+// a quarter of a log event's terms for nothing. Exact queries (pid:1234 is
+// the range [1234,1234]) need only the unshifted term. Stored value and type
+// are those of a normal numeric field.
+type exactNumericField struct {
+	*document.NumericField
+	length int
+	freqs  bindex.TokenFrequencies
+}
+
+func newExactNumericField(name string, v float64, opts bindex.FieldIndexingOptions) *exactNumericField {
+	return &exactNumericField{NumericField: document.NewNumericFieldWithIndexingOptions(name, nil, v, opts)}
+}
+
+func (n *exactNumericField) Analyze() {
+	tokens := analysis.TokenStream{&analysis.Token{
+		Start: 0, End: len(n.Value()), Term: n.Value(), Position: 1, Type: analysis.Numeric,
+	}}
+	n.length = 1
+	n.freqs = analysis.TokenFrequency(tokens, nil, n.Options())
+}
+
+func (n *exactNumericField) AnalyzedLength() int { return n.length }
+
+func (n *exactNumericField) AnalyzedTokenFrequencies() bindex.TokenFrequencies { return n.freqs }

@@ -28,7 +28,7 @@ RayActorError finds ray.exceptions.RayActorError. Case does not matter.
 Field filters (exact value): node:spark-1 container:vllm source:nccl level:error
   component:ray_utils.py process:RayWorkerWrapper cause:... cluster:... file:... ip:...
   fields:interface=enp1s0f0np0 (source-specific fields as name=value)
-  pid:1234 rank:>0 line:<=100   time:>2026-01-02T15:04:05Z
+  pid:1234 (exact)  rank:>0  line:<=100  time:>2026-01-02T15:04:05Z
 node: followed by an IP address is the Ray resource text node:<ip>, not a node filter.
 Quote a term to search it literally: "level:error" finds that text in messages.`
 
@@ -267,6 +267,9 @@ func fieldClause(field, kind, val string) (query.Query, error) {
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return nil, fmt.Errorf("query: %s:%s: %q is not a number", field, val, v)
+		}
+		if op != "" && field == FieldPID {
+			return nil, fmt.Errorf("query: %s:%s: pids match exact values only", field, val)
 		}
 		var lo, hi *float64
 		var loIn, hiIn *bool

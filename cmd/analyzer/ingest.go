@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -57,6 +58,11 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rules, err := rf.load()
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOGC") == "" {
+		// Bleve's segment building allocates heavily; a larger heap
+		// between collections buys ~10% indexing rate for a bulk load.
+		debug.SetGCPercent(400)
 	}
 	var total int64
 	for _, f := range files {
