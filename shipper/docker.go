@@ -32,8 +32,8 @@ type container struct {
 }
 
 // containers lists the containers under root whose names match one of
-// patterns (path.Match).
-func containers(root string, patterns []string) ([]container, error) {
+// patterns and none of excludes (path.Match).
+func containers(root string, patterns, excludes []string) ([]container, error) {
 	dirs, err := filepath.Glob(filepath.Join(root, "containers", "*", "config.v2.json"))
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func containers(root string, patterns []string) ([]container, error) {
 			continue // being rewritten by dockerd; next poll
 		}
 		c.name = strings.TrimPrefix(c.Name, "/")
-		if !matchAny(patterns, c.name) {
+		if !matchAny(patterns, c.name) || matchAny(excludes, c.name) {
 			continue
 		}
 		if c.ID == "" {
@@ -149,7 +149,7 @@ func (c *container) mapPath(ctrPath string) (string, bool) {
 // dockerSources lists the files of matched containers: the json-file log
 // (and, through the root file system or a mount, the container paths).
 func (sh *Shipper) dockerSources() []source {
-	cs, err := containers(sh.cfg.DockerRoot, sh.cfg.Containers)
+	cs, err := containers(sh.cfg.DockerRoot, sh.cfg.Containers, sh.cfg.ExcludeContainers)
 	if err != nil {
 		sh.sayOnce("docker-root", "cannot read Docker data root", "root", sh.cfg.DockerRoot, "err", err)
 		return nil

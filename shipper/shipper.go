@@ -26,11 +26,15 @@ import (
 // Config is everything a shipper needs. Zero durations and sizes take the
 // defaults of Defaults.
 type Config struct {
-	Paths          []string // globs of plain, json-file or CRI files
-	Containers     []string // path.Match patterns of Docker container names
-	ContainerPaths []string // globs inside matched containers (Ray session logs are added)
-	DockerRoot     string
-	Stdin          io.Reader // non-nil: read it as one more file ("-")
+	Paths      []string // globs of plain, json-file or CRI files
+	Containers []string // path.Match patterns of Docker container names
+	// ExcludeContainers are never tailed, even when Containers match them:
+	// the Faultline stack's own containers (the analyzer prints findings that
+	// quote log lines; shipping them back would feed it its own evidence).
+	ExcludeContainers []string
+	ContainerPaths    []string // globs inside matched containers (Ray session logs are added)
+	DockerRoot        string
+	Stdin             io.Reader // non-nil: read it as one more file ("-")
 
 	Cluster string
 	Node    string

@@ -46,30 +46,31 @@ func main() {
 
 // fileConfig is the --config YAML: the same keys as the flags.
 type fileConfig struct {
-	Path          []string      `yaml:"path"`
-	Container     []string      `yaml:"container"`
-	ContainerPath []string      `yaml:"container-path"`
-	DockerRoot    string        `yaml:"docker-root"`
-	Cluster       string        `yaml:"cluster"`
-	Node          string        `yaml:"node"`
-	NATS          string        `yaml:"nats"`
-	User          string        `yaml:"user"`
-	Password      string        `yaml:"password"`
-	Token         string        `yaml:"token"`
-	Creds         string        `yaml:"creds"`
-	NKey          string        `yaml:"nkey"`
-	TLSCA         string        `yaml:"tls-ca"`
-	TLSCert       string        `yaml:"tls-cert"`
-	TLSKey        string        `yaml:"tls-key"`
-	StateDir      string        `yaml:"state-dir"`
-	FlushTimeout  time.Duration `yaml:"flush-timeout"`
-	BatchBytes    int           `yaml:"batch-bytes"`
-	BatchWait     time.Duration `yaml:"batch-wait"`
-	MaxInFlight   int           `yaml:"max-in-flight"`
-	MetricsAddr   string        `yaml:"metrics-addr"`
-	LogLevel      string        `yaml:"log-level"`
-	MaxAge        time.Duration `yaml:"stream-max-age"`
-	MaxBytes      int64         `yaml:"stream-max-bytes"`
+	Path             []string      `yaml:"path"`
+	Container        []string      `yaml:"container"`
+	ExcludeContainer []string      `yaml:"exclude-container"`
+	ContainerPath    []string      `yaml:"container-path"`
+	DockerRoot       string        `yaml:"docker-root"`
+	Cluster          string        `yaml:"cluster"`
+	Node             string        `yaml:"node"`
+	NATS             string        `yaml:"nats"`
+	User             string        `yaml:"user"`
+	Password         string        `yaml:"password"`
+	Token            string        `yaml:"token"`
+	Creds            string        `yaml:"creds"`
+	NKey             string        `yaml:"nkey"`
+	TLSCA            string        `yaml:"tls-ca"`
+	TLSCert          string        `yaml:"tls-cert"`
+	TLSKey           string        `yaml:"tls-key"`
+	StateDir         string        `yaml:"state-dir"`
+	FlushTimeout     time.Duration `yaml:"flush-timeout"`
+	BatchBytes       int           `yaml:"batch-bytes"`
+	BatchWait        time.Duration `yaml:"batch-wait"`
+	MaxInFlight      int           `yaml:"max-in-flight"`
+	MetricsAddr      string        `yaml:"metrics-addr"`
+	LogLevel         string        `yaml:"log-level"`
+	MaxAge           time.Duration `yaml:"stream-max-age"`
+	MaxBytes         int64         `yaml:"stream-max-bytes"`
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) error {
@@ -80,6 +81,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) 
 	configFile := fs.String("config", "", "YAML file with the same keys as the flags (flags win)")
 	fs.StringArrayVar(&fc.Path, "path", nil, "glob of log files to tail (plain, Docker json-file or CRI); repeatable")
 	fs.StringArrayVar(&fc.Container, "container", nil, "Docker container name pattern (path.Match); repeatable")
+	fs.StringArrayVar(&fc.ExcludeContainer, "exclude-container", nil, "Docker container name pattern never to tail, e.g. the Faultline stack's own containers; repeatable")
 	fs.StringArrayVar(&fc.ContainerPath, "container-path", nil, "glob inside matched containers (in addition to "+shipper.RaySessionLogs+"); repeatable")
 	fs.StringVar(&fc.DockerRoot, "docker-root", "/var/lib/docker", "Docker data root")
 	fs.StringVar(&fc.Cluster, "cluster", "default", "cluster label")
@@ -123,7 +125,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg := shipper.Config{
-		Paths: fc.Path, Containers: fc.Container, ContainerPaths: fc.ContainerPath, DockerRoot: fc.DockerRoot,
+		Paths: fc.Path, Containers: fc.Container, ExcludeContainers: fc.ExcludeContainer, ContainerPaths: fc.ContainerPath, DockerRoot: fc.DockerRoot,
 		Cluster: fc.Cluster, Node: fc.Node,
 		NATS: shipper.NATSOptions{URL: fc.NATS, User: fc.User, Password: fc.Password, Token: fc.Token, Creds: fc.Creds,
 			NKey: fc.NKey, TLSCA: fc.TLSCA, TLSCert: fc.TLSCert, TLSKey: fc.TLSKey},
@@ -170,6 +172,7 @@ func mergeConfig(file string, fs *pflag.FlagSet, fc *fileConfig) error {
 	}
 	set("path", func() { fc.Path = append(fc.Path, y.Path...) })
 	set("container", func() { fc.Container = append(fc.Container, y.Container...) })
+	set("exclude-container", func() { fc.ExcludeContainer = append(fc.ExcludeContainer, y.ExcludeContainer...) })
 	set("container-path", func() { fc.ContainerPath = append(fc.ContainerPath, y.ContainerPath...) })
 	str := map[string][2]*string{"docker-root": {&fc.DockerRoot, &y.DockerRoot}, "cluster": {&fc.Cluster, &y.Cluster},
 		"node": {&fc.Node, &y.Node}, "nats": {&fc.NATS, &y.NATS}, "user": {&fc.User, &y.User}, "password": {&fc.Password, &y.Password},
