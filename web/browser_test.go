@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/faultline/faultline/parsers"
 )
 
 var tempRoot string
@@ -132,7 +134,8 @@ const hitNodesJS = `[...new Set([...document.querySelectorAll('#results .hit')].
 // as text.
 func TestBrowserSeedScenario(t *testing.T) {
 	x := seedIndex(t)
-	ts := newServer(t, Config{Index: x})
+	live := NewHub[*parsers.Event](16)
+	ts := newServer(t, Config{Index: x, LiveEvents: live})
 	ctx := newBrowser(t)
 	art := artifactsDir(t)
 
@@ -221,5 +224,22 @@ func TestBrowserSeedScenario(t *testing.T) {
 	}
 	if injected != 0 || len(alerts) != 0 {
 		t.Errorf("log text became markup: %d injected elements, alerts %v", injected, alerts)
+	}
+
+	// Live mode follows new events (also escaped).
+	do(chromedp.Click(css(`#context-close`)), chromedp.Click(css(`#live`)))
+	for deadline := time.Now().Add(10 * time.Second); live.Subscribers() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("live mode did not subscribe to the stream")
+		}
+	}
+	live.Publish(&parsers.Event{Record: parsers.Record{ID: "live-1", Node: "spark-2", File: "x.log", Line: 1},
+		Time: time.Now(), Source: parsers.SourceVLLM, Level: parsers.LevelError, Message: `live <img src=x onerror="alert('live')">`})
+	do(
+		waitJS(`[...document.querySelectorAll('#live-list .hit .msg')].some(m => m.textContent === 'live <img src=x onerror="alert(\'live\')">')`),
+		screenshot(art, "06-live"),
+	)
+	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('#live-list img').length + window.__alerts.length`)); n != 0 {
+		t.Errorf("live event became markup (%d)", n)
 	}
 }
