@@ -27,6 +27,7 @@ type Config struct {
 	// the embedded one, with these credentials (the shipper's options).
 	NATS      shipper.NATSOptions
 	HTTP      string   // HTTP listen address; "" disables HTTP
+	HTTPToken string   // when set, HTTP requests need "Authorization: Bearer HTTPToken"
 	Webhook   string   // URL findings are POSTed to; "" disables it
 	RuleDirs  []string // watched rule directories, merged over the built-in pack
 	RulesOnly bool     // use only RuleDirs

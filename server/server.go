@@ -21,6 +21,7 @@ import (
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/report"
 	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/web"
 	"github.com/faultline/faultline/wire"
 )
 
@@ -41,6 +42,10 @@ type server struct {
 
 	mu    sync.Mutex
 	known map[string]rule.Finding // last announced version of each finding
+
+	// Live feeds of the web UI (Server-Sent Events); Publish never blocks.
+	liveEvents   *web.Hub[*parsers.Event]
+	liveFindings *web.Hub[rule.Finding]
 }
 
 // Run serves until ctx is done.
@@ -56,7 +61,8 @@ func Run(ctx context.Context, cfg Config) error {
 	s := &server{
 		cfg: cfg, log: cfg.Log, engine: rule.NewEngine(rules),
 		seen: newSeenSet(1 << 18), acks: make(chan jetstream.Msg, 4096),
-		known: map[string]rule.Finding{},
+		known:      map[string]rule.Finding{},
+		liveEvents: web.NewHub[*parsers.Event](1024), liveFindings: web.NewHub[rule.Finding](64),
 	}
 
 	natsURL := cfg.NATS.URL
@@ -246,6 +252,10 @@ func (s *server) handle(msg jetstream.Msg) {
 		}
 		if s.seen.add(ev.ID) {
 			s.announce(s.engine.Observe(&ev))
+			if s.liveEvents != nil {
+				live := ev
+				s.liveEvents.Publish(&live)
+			}
 		}
 		if err := s.idx.Add(&ev); err != nil {
 			s.log.Error("index add", "id", ev.ID, "err", err)
@@ -320,6 +330,9 @@ func (s *server) announce(fs []rule.Finding) {
 			}
 		}
 		s.hook.enqueue(f)
+		if s.liveFindings != nil {
+			s.liveFindings.Publish(f)
+		}
 	}
 }
 
@@ -347,10 +360,21 @@ func (s *server) findings() []rule.Finding {
 
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/findings", func(w http.ResponseWriter, r *http.Request) {
+	// The web UI and its API (search, context, timeline, SSE, /metrics);
+	// the routes below are more specific and win.
+	ui, err := web.NewHandler(web.Config{
+		Index: s.idx, Findings: s.findings, LiveEvents: s.liveEvents, LiveFindings: s.liveFindings,
+		Token: s.cfg.HTTPToken, Logger: s.log,
+	})
+	if err != nil {
+		s.log.Error("web ui", "err", err)
+	} else {
+		mux.Handle("/", ui)
+	}
+	mux.HandleFunc("GET /api/findings", s.authorized(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(s.findings())
-	})
+	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		status, code := "ok", http.StatusOK
 		if !s.nc.IsConnected() {
@@ -363,6 +387,17 @@ func (s *server) handler() http.Handler {
 		})
 	})
 	return mux
+}
+
+// authorized requires the --http-token bearer token when one is set.
+func (s *server) authorized(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.HTTPToken != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.HTTPToken {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h(w, r)
+	}
 }
 
 // loadRules is the built-in pack merged with the rule directories.

@@ -37,6 +37,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.NATS.TLSCert, "tls-cert", "", "client certificate file")
 	fs.StringVar(&cfg.NATS.TLSKey, "tls-key", "", "client key file")
 	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:8080", "HTTP listen address (empty: off)")
+	fs.StringVar(&cfg.HTTPToken, "http-token", "", "require this bearer token on every HTTP request (set it when --http is not on localhost)")
 	fs.StringVar(&cfg.Webhook, "webhook", "", "POST findings here as JSON with a `text` field (Slack-compatible)")
 	fs.StringArrayVar(&cfg.RuleDirs, "rules", nil, "watched directory of rule files added to the built-in pack (repeatable)")
 	fs.BoolVar(&cfg.RulesOnly, "rules-only", false, "use only the rules from --rules")
