@@ -85,6 +85,11 @@ type Decoder struct {
 	maxLineBytes int
 	partials     []*partialLine // per stream, in order of first appearance (few streams)
 	scratch      []byte         // decoded text of the current record
+	// The last whole second parsed by logTime ("2006-01-02T15:04:05") and
+	// its time: consecutive records mostly share it.
+	sec     [19]byte
+	secTime time.Time
+	secOK   bool
 }
 
 // partialLine is a line being reassembled from several records of one stream.
@@ -245,7 +250,7 @@ func (d *Decoder) decodeJSON(raw []byte, offset, size int64, num int) (Line, boo
 		d.scratch = append(d.scratch[:0], *rec.Log...)
 		text, stream, ts = d.scratch, internStream(rec.Stream), []byte(rec.Time)
 	}
-	t := parseLogTime(ts)
+	t := d.logTime(ts)
 	p := d.partialFor(stream)
 	if n := len(text); n == 0 || text[n-1] != '\n' {
 		// moby appends "\n" only to the last piece of a line: this is a
@@ -277,18 +282,23 @@ func (d *Decoder) fastJSON(raw []byte) (text []byte, stream string, ts []byte, o
 	}
 	buf := d.scratch[:0]
 	i := len(head)
+	q := -1 // index of the first '"' at or after i (-1: not searched yet)
 	for {
 		// Find the closing quote, then copy plain runs between escapes;
 		// both searches are vectorised and a log line has few escapes
-		// (usually just the final \n).
-		q := bytes.IndexByte(raw[i:], '"')
-		if q < 0 {
-			return nil, "", nil, false
+		// (usually just the final \n). The quote found stays valid until an
+		// escape consumes it (\").
+		if q < i {
+			k := bytes.IndexByte(raw[i:], '"')
+			if k < 0 {
+				return nil, "", nil, false
+			}
+			q = i + k
 		}
-		bs := bytes.IndexByte(raw[i:i+q], '\\')
+		bs := bytes.IndexByte(raw[i:q], '\\')
 		if bs < 0 {
-			buf = append(buf, raw[i:i+q]...)
-			i += q + 1
+			buf = append(buf, raw[i:q]...)
+			i = q + 1
 			break
 		}
 		j := i + bs
@@ -332,7 +342,7 @@ func (d *Decoder) fastJSON(raw []byte) (text []byte, stream string, ts []byte, o
 		return nil, "", nil, false
 	}
 	rest = rest[len(streamKey):]
-	q := bytes.IndexByte(rest, '"')
+	q = bytes.IndexByte(rest, '"')
 	if q < 0 || bytes.IndexByte(rest[:q], '\\') >= 0 {
 		return nil, "", nil, false
 	}
@@ -403,6 +413,52 @@ func parseLogTime[S ~string | ~[]byte](s S) time.Time {
 	return t.UTC() // one zone for all container times, as Docker writes them
 }
 
+// logTime is parseLogTime with the whole second of the previous call
+// remembered: records of one file come in time order, many per second, so
+// most times differ from the last one only in their fraction.
+func (d *Decoder) logTime(s []byte) time.Time {
+	if d.secOK && len(s) >= 20 && string(s[:19]) == string(d.sec[:]) {
+		if nsec, ok := fracNanos(s[19:]); ok {
+			return d.secTime.Add(time.Duration(nsec))
+		}
+	}
+	t, ok := parseUTCFast(s)
+	if !ok {
+		return parseLogTime(s)
+	}
+	copy(d.sec[:], s[:19])
+	d.secTime = t.Add(-time.Duration(t.Nanosecond()))
+	d.secOK = true
+	return t
+}
+
+// fracNanos parses the end of a fixed-layout UTC time after the seconds:
+// "Z" or ".f{1,9}Z".
+func fracNanos[S ~string | ~[]byte](s S) (int, bool) {
+	if len(s) == 0 || s[len(s)-1] != 'Z' {
+		return 0, false
+	}
+	frac := s[:len(s)-1]
+	if len(frac) == 0 {
+		return 0, true
+	}
+	if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+		return 0, false
+	}
+	n := 0
+	for i := 1; i < len(frac); i++ {
+		c := frac[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	for k := len(frac) - 1; k < 9; k++ {
+		n *= 10
+	}
+	return n, true
+}
+
 func parseUTCFast[S ~string | ~[]byte](s S) (time.Time, bool) {
 	// 2006-01-02T15:04:05[.fffffffff]Z
 	if len(s) < 20 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
@@ -428,20 +484,9 @@ func parseUTCFast[S ~string | ~[]byte](s S) (time.Time, bool) {
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, false
 	}
-	nsec := 0
-	switch frac := s[19 : len(s)-1]; {
-	case len(frac) == 0:
-	case frac[0] != '.' || len(frac) < 2 || len(frac) > 10:
+	nsec, ok := fracNanos(s[19:])
+	if !ok {
 		return time.Time{}, false
-	default:
-		n, ok := num(20, len(s)-1)
-		if !ok {
-			return time.Time{}, false
-		}
-		for k := len(frac) - 1; k < 9; k++ {
-			n *= 10
-		}
-		nsec = n
 	}
 	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
 	if t.Day() != day { // Feb 30 and friends: let time.Parse reject it
@@ -495,7 +540,7 @@ func (d *Decoder) decodeCRI(raw []byte, offset, size int64, num int, rawDropped 
 	if !ok {
 		return d.broken(raw, offset, size, num, rawDropped, "CRI", errors.New("not <time> <stream> <P|F> <text>"))
 	}
-	t := parseLogTime(ts)
+	t := d.logTime(ts)
 	p := d.partialFor(stream)
 	if isPartial {
 		d.add(p, content, offset, size, num, t)

@@ -355,3 +355,22 @@ func TestFrameBinaryWarnsOnce(t *testing.T) {
 		t.Fatalf("warnings %v", warns)
 	}
 }
+
+// TestDecoderLogTimeCache: the Decoder's per-second time cache gives what
+// parseLogTime gives, whatever came before.
+func TestDecoderLogTimeCache(t *testing.T) {
+	times := []string{
+		"2026-04-08T22:00:00.000660888Z", "2026-04-08T22:00:00.00413531Z", "2026-04-08T22:00:00Z",
+		"2026-04-08T22:00:00.5Z", "2026-04-08T22:00:00.Z", "2026-04-08T22:00:00.1234567891Z",
+		"2026-04-08T22:00:00.12x4Z", "2026-04-08T22:00:00.123", "2026-04-08T22:00:01.999999999Z",
+		"2026-04-08T22:00:01+02:00", "2026-04-08T22:00:01.5+02:00", "2026-02-30T22:00:01.5Z",
+		"2026-04-08T22:00:01.000000001Z", "2026-04-08T22:00:0", "", "2026-04-08T22:00:01.000000001Z",
+	}
+	d := NewDecoder(FormatDockerJSON)
+	for _, s := range times {
+		got, want := d.logTime([]byte(s)), parseLogTime(s)
+		if got != want {
+			t.Errorf("%q: cached %v, parseLogTime %v", s, got, want)
+		}
+	}
+}

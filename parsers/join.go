@@ -29,6 +29,15 @@ const (
 	staleLines    = 4096
 	sweepInterval = 1024
 	prefixCacheN  = 8
+	// maxFree bounds the closed pendingRecords kept for reuse: a sweep
+	// closes up to about sweepInterval of them, and the next lines of new
+	// writers take them again instead of allocating.
+	maxFree = 2 * sweepInterval
+	// keyCloneMin: a writer key is a substring of its line unless the line
+	// is longer than this; a key outlives its record only in the few places
+	// that remember the last key (j.last, per-stream keys, the prefix
+	// cache), so short lines are pinned at most a few at a time.
+	keyCloneMin = 4096
 	// maxMessageLines bounds the unindented lines taken as the rest of an
 	// exception message.
 	maxMessageLines = 32
@@ -42,17 +51,23 @@ const (
 // emitted when a line that does not continue it arrives, when it hits the
 // size caps, or on Flush/FlushIdle. A Joiner is not safe for concurrent use.
 type Joiner struct {
-	origin  Origin
-	opts    JoinOptions
-	emitFn  func(Record)
+	origin Origin
+	opts   JoinOptions
+	emitFn func(Record)
+	// pending holds the active records and j.last; a record that closes is
+	// dropped from it (and recycled) unless it is j.last.
 	pending map[joinKey]*pendingRecord
 	last    *pendingRecord // pending record of the previous Add (most lines continue the same key)
-	streams []streamLast
-	seq     uint64
-	cache   [prefixCacheN]prefixEntry
-	cacheAt int
-	scratch []*pendingRecord
-	idBuf   []byte // node, 0, fileID, 0: the fixed head of every record ID's hash input
+	// head..tail lists the active records by lastSeq, oldest first: the
+	// sweep takes stale records from the head instead of walking the map.
+	head, tail *pendingRecord
+	free       []*pendingRecord
+	streams    []streamLast
+	seq        uint64
+	cache      [prefixCacheN]prefixEntry
+	cacheAt    int
+	scratch    []*pendingRecord
+	idBuf      []byte // node, 0, fileID, 0: the fixed head of every record ID's hash input
 }
 
 // joinKey identifies one writer within a file: the stream, the (normalised)
@@ -71,7 +86,7 @@ type streamLast struct {
 // prefixEntry remembers a prefix run seen before: match is how it is
 // written at the start of a line (without the final space), key what it
 // normalises to. Lines of a process mostly repeat the same prefix, so this
-// spares the regexp of SplitPrefixes on the hot path.
+// spares parsing the prefixes again on the hot path.
 type prefixEntry struct {
 	match string
 	key   string
@@ -89,23 +104,24 @@ const (
 )
 
 type pendingRecord struct {
-	key     joinKey
-	active  bool
-	state   uint8
-	inExc   bool // frames belong to an exception message (it may go on after them)
-	msgRun  int  // lines of the exception message so far
-	hdr     string
-	offset  int64
-	num     int
-	time    time.Time
-	stream  string
-	first   string
-	buf     []byte
-	textLen int // length of buf up to the end of the last non-blank line
-	lines   int
-	size    int64
-	last    time.Time
-	lastSeq uint64
+	key        joinKey
+	prev, next *pendingRecord // in the Joiner's list of active records
+	active     bool
+	state      uint8
+	inExc      bool // frames belong to an exception message (it may go on after them)
+	msgRun     int  // lines of the exception message so far
+	hdr        string
+	offset     int64
+	num        int
+	time       time.Time
+	stream     string
+	first      string
+	buf        []byte
+	textLen    int // length of buf up to the end of the last non-blank line
+	lines      int
+	size       int64
+	last       time.Time
+	lastSeq    uint64
 }
 
 // NewJoiner returns a Joiner that calls emit with each completed record.
@@ -158,11 +174,15 @@ func (j *Joiner) Add(l Line) {
 
 	p := j.last
 	if p == nil || p.key != key {
-		p = j.pending[key]
-		if p == nil {
-			p = &pendingRecord{key: key}
-			j.pending[key] = p
+		np := j.pending[key]
+		if np == nil {
+			np = j.newRecord(key)
+			j.pending[key] = np
 		}
+		if p != nil && !p.active {
+			j.release(p)
+		}
+		p = np
 		j.last = p
 	}
 	hdr := ""
@@ -172,13 +192,76 @@ func (j *Joiner) Add(l Line) {
 	if p.active {
 		if j.fits(p, l) && p.continues(rest, hdr, blank) {
 			p.append(l, blank, j.now(), j.seq)
+			j.touch(p)
 			j.maybeSweep()
 			return
 		}
 		j.close(p)
 	}
 	p.start(l, rest, hdr, blank, j.now(), j.seq)
+	j.link(p)
 	j.maybeSweep()
+}
+
+// newRecord returns an inactive pendingRecord for key, recycled if possible.
+func (j *Joiner) newRecord(key joinKey) *pendingRecord {
+	if n := len(j.free); n > 0 {
+		p := j.free[n-1]
+		j.free[n-1] = nil
+		j.free = j.free[:n-1]
+		p.key = key
+		return p
+	}
+	return &pendingRecord{key: key}
+}
+
+// release forgets an inactive record that is not j.last and keeps it for reuse.
+func (j *Joiner) release(p *pendingRecord) {
+	delete(j.pending, p.key)
+	if len(j.free) >= maxFree {
+		return
+	}
+	buf := p.buf[:0]
+	if cap(buf) > 4<<10 {
+		buf = nil
+	}
+	*p = pendingRecord{buf: buf}
+	j.free = append(j.free, p)
+}
+
+// link appends a record that became active to the list of active records.
+func (j *Joiner) link(p *pendingRecord) {
+	p.prev, p.next = j.tail, nil
+	if j.tail != nil {
+		j.tail.next = p
+	} else {
+		j.head = p
+	}
+	j.tail = p
+}
+
+func (j *Joiner) unlink(p *pendingRecord) {
+	if p.prev != nil {
+		p.prev.next = p.next
+	} else {
+		j.head = p.next
+	}
+	if p.next != nil {
+		p.next.prev = p.prev
+	} else {
+		j.tail = p.prev
+	}
+	p.prev, p.next = nil, nil
+}
+
+// touch moves a record that took a line to the end of the list (its
+// lastSeq is now the highest).
+func (j *Joiner) touch(p *pendingRecord) {
+	if j.tail == p {
+		return
+	}
+	j.unlink(p)
+	j.link(p)
 }
 
 func (j *Joiner) now() time.Time { return j.opts.Now() }
@@ -213,8 +296,8 @@ func (j *Joiner) FlushIdle(idle time.Duration) {
 func (j *Joiner) PendingOffset() (int64, bool) {
 	var off int64
 	ok := false
-	for _, p := range j.pending {
-		if p.active && (!ok || p.offset < off) {
+	for p := j.head; p != nil; p = p.next {
+		if !ok || p.offset < off {
 			off, ok = p.offset, true
 		}
 	}
@@ -223,11 +306,16 @@ func (j *Joiner) PendingOffset() (int64, bool) {
 
 func (j *Joiner) closeWhere(pred func(*pendingRecord) bool) {
 	ps := j.scratch[:0]
-	for _, p := range j.pending {
-		if p.active && pred(p) {
+	for p := j.head; p != nil; p = p.next {
+		if pred(p) {
 			ps = append(ps, p)
 		}
 	}
+	j.closeSorted(ps)
+}
+
+// closeSorted closes the records of ps (the Joiner's scratch) in file order.
+func (j *Joiner) closeSorted(ps []*pendingRecord) {
 	slices.SortFunc(ps, func(a, b *pendingRecord) int {
 		switch {
 		case a.offset < b.offset:
@@ -239,25 +327,28 @@ func (j *Joiner) closeWhere(pred func(*pendingRecord) bool) {
 	})
 	for _, p := range ps {
 		j.close(p)
+		if p != j.last {
+			j.release(p)
+		}
 	}
 	clear(ps)
 	j.scratch = ps[:0]
 }
 
-// maybeSweep closes records nothing has continued for a long time and
-// forgets idle keys, so a Joiner's memory stays bounded.
+// maybeSweep closes records nothing has continued for a long time, so a
+// Joiner's memory stays bounded (closed records leave j.pending at once).
 func (j *Joiner) maybeSweep() {
 	if j.seq%sweepInterval != 0 {
 		return
 	}
 	if j.seq > staleLines {
+		// The list is in lastSeq order: the stale records are its head.
 		cut := j.seq - staleLines
-		j.closeWhere(func(p *pendingRecord) bool { return p.lastSeq < cut })
-	}
-	for k, p := range j.pending {
-		if !p.active && p != j.last {
-			delete(j.pending, k)
+		ps := j.scratch[:0]
+		for p := j.head; p != nil && p.lastSeq < cut; p = p.next {
+			ps = append(ps, p)
 		}
+		j.closeSorted(ps)
 	}
 }
 
@@ -281,6 +372,7 @@ func (j *Joiner) close(p *pendingRecord) {
 		Stream:    p.stream,
 		Text:      text,
 	}
+	j.unlink(p)
 	p.active = false
 	p.first = ""
 	p.hdr = ""
@@ -451,7 +543,8 @@ func (j *Joiner) splitPrefix(text string) (string, string) {
 		}
 		return e.key, rest
 	}
-	ps, rest := SplitPrefixes(text)
+	var buf [4]Prefix
+	ps, rest := splitPrefixesFast(buf[:0], text)
 	if len(ps) == 0 {
 		return "", text
 	}
@@ -478,9 +571,15 @@ func (j *Joiner) splitPrefix(text string) (string, string) {
 		}
 		key = b.String()
 	}
-	// Copy: the key outlives the line and must not pin its text.
-	key = strings.Clone(key)
-	j.cache[j.cacheAt] = prefixEntry{match: strings.Clone(match), key: key}
+	if len(text) > keyCloneMin {
+		// Copy: the key may outlive the line and must not pin a long text
+		// (a dup key is already a copy).
+		match = strings.Clone(match)
+		if !dup {
+			key = match
+		}
+	}
+	j.cache[j.cacheAt] = prefixEntry{match: match, key: key}
 	j.cacheAt = (j.cacheAt + 1) % prefixCacheN
 	return key, rest
 }
