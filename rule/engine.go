@@ -12,8 +12,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/expr-lang/expr"
 	"github.com/cloudflare/ahocorasick"
+	"github.com/expr-lang/expr"
 
 	"github.com/faultline/faultline/parsers"
 )
@@ -80,16 +80,59 @@ func (r *regexMemo) reset() {
 	r.srcs, r.results = r.srcs[:0], r.results[:0]
 }
 
-func (r *regexMemo) find(re *regexp.Regexp, src, text string) [][]string {
+func (r *regexMemo) find(m *matcher, text string) [][]string {
+	src := m.spec.Regex
 	for i, s := range r.srcs {
 		if s == src {
 			return r.results[i]
 		}
 	}
-	all := re.FindAllStringSubmatch(text, 32)
+	all := m.findAll(text)
 	r.srcs = append(r.srcs, src)
 	r.results = append(r.results, all)
 	return all
+}
+
+// findAll runs the matcher's regex. A regex that cannot match across lines
+// runs only on the lines that hold its literal (a 40-line traceback is
+// mostly other lines), and one that starts with (?m)^ runs anchored there:
+// Go's regexp would otherwise try every position of every line.
+func (m *matcher) findAll(text string) [][]string {
+	if !m.lineLocal || (m.lineRe == nil && strings.IndexByte(text, '\n') < 0) {
+		return m.re.FindAllStringSubmatch(text, 32)
+	}
+	re := m.re
+	if m.lineRe != nil {
+		re = m.lineRe
+	}
+	var all [][]string
+	for rest := text; ; {
+		line := rest
+		i := strings.IndexByte(rest, '\n')
+		if i >= 0 {
+			line = rest[:i]
+		}
+		if m.lineHasLiteral(line) {
+			all = append(all, re.FindAllStringSubmatch(line, 32)...)
+		}
+		if i < 0 || len(all) >= 32 {
+			break
+		}
+		rest = rest[i+1:]
+	}
+	return all
+}
+
+func (m *matcher) lineHasLiteral(line string) bool {
+	if len(m.literals) == 0 {
+		return true
+	}
+	for _, l := range m.literals {
+		if strings.Contains(line, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // matchIndex finds the matchers worth running on a text: those whose
@@ -342,7 +385,7 @@ func (m *matcher) extract(ev *parsers.Event, text string, memo *regexMemo) ([]st
 			return nil, ""
 		}
 	}
-	all := memo.find(m.re, m.spec.Regex, text)
+	all := memo.find(m, text)
 	if len(all) == 0 {
 		return nil, ""
 	}

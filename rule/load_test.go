@@ -56,16 +56,34 @@ func TestBuiltinPackLoads(t *testing.T) {
 
 func TestRequiredLiterals(t *testing.T) {
 	tests := map[string][]string{
-		`Local node IP: (?P<value>\S+)`:                         {"Local node IP: "},
-		`No available node types .*?'node:(\S+)'`:               {"No available node types "},
-		`(?i)cuda out of memory`:                                nil,
-		`a|b`:                                                   nil,
+		`Local node IP: (?P<value>\S+)`:           {"Local node IP: "},
+		`No available node types .*?'node:(\S+)'`: {"No available node types "},
+		`(?i)cuda out of memory`:                  nil,
+		`a|b`:                                     nil,
 		`(\S+) (?:was supported until|is not supported anymore)`: {"was supported until", "is not supported anymore"},
 	}
 	for re, want := range tests {
 		got := requiredLiterals(re)
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("requiredLiterals(%q) = %q, want %q", re, got, want)
+		}
+	}
+}
+
+func TestLineLocal(t *testing.T) {
+	tests := map[string]bool{
+		`Local node IP: (?P<value>\S+)`:        true,
+		`(?m)^\s*[\d.]+/(?P<value>[\d.]+) GPU`: false, // \s matches a newline
+		`(?m)^ *[\d.]+/(?P<value>[\d.]+) GPU`:  true,
+		`resource request (?P<req>\{[^}]*\})`:  false, // [^}] matches a newline
+		`Total Usage:\n`:                       false,
+		`^Traceback`:                           false, // start of text
+		`a.*b`:                                 true,
+		`(?s)a.*b`:                             false,
+	}
+	for re, want := range tests {
+		if got := lineLocal(re); got != want {
+			t.Errorf("lineLocal(%q) = %v, want %v", re, got, want)
 		}
 	}
 }

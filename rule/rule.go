@@ -95,9 +95,11 @@ type matcher struct {
 	spec      MatchSpec
 	fact      string
 	re        *regexp.Regexp
-	literals  []string // every match contains one of these: a cheap pre-check
-	also      []string // every match contains all of these too (checked before the regex)
-	valueIdx  int    // submatch index of the value, 0 = whole match
+	literals  []string       // every match contains one of these: a cheap pre-check
+	also      []string       // every match contains all of these too (checked before the regex)
+	lineLocal bool           // the regex can only match within one line
+	lineRe    *regexp.Regexp // the regex anchored at the start of a line, for "(?m)^..." regexes
+	valueIdx  int            // submatch index of the value, 0 = whole match
 	groups    []string
 	valueExpr *vm.Program
 	sources   map[string]bool
@@ -308,6 +310,12 @@ func compileMatcher(factName string, ms MatchSpec, path string) (*matcher, error
 			m.literals = lits
 		}
 		m.also = alsoLiterals(ms.Regex, m.literals)
+		m.lineLocal = lineLocal(ms.Regex)
+		if m.lineLocal && strings.HasPrefix(ms.Regex, "(?m)^") {
+			// On one line, "^" (start of text) is where "(?m)^" can match,
+			// and an anchored regex is tried at one position only.
+			m.lineRe, _ = regexp.Compile("^" + ms.Regex[len("(?m)^"):])
+		}
 	}
 	if ms.ValueExpr != "" {
 		if ms.Regex == "" {
@@ -346,6 +354,41 @@ func requiredLiterals(src string) []string {
 		return nil
 	}
 	return literalSet(re.Simplify())
+}
+
+// lineLocal reports whether a regex can only match inside one line: nothing
+// in it matches a newline, and it has no start/end-of-text anchors (those
+// would mean something else on a single line).
+func lineLocal(src string) bool {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	ok := true
+	var walk func(r *syntax.Regexp)
+	walk = func(r *syntax.Regexp) {
+		switch r.Op {
+		case syntax.OpAnyChar, syntax.OpBeginText, syntax.OpEndText:
+			ok = false
+		case syntax.OpLiteral:
+			for _, c := range r.Rune {
+				if c == '\n' {
+					ok = false
+				}
+			}
+		case syntax.OpCharClass:
+			for i := 0; i+1 < len(r.Rune); i += 2 {
+				if r.Rune[i] <= '\n' && '\n' <= r.Rune[i+1] {
+					ok = false
+				}
+			}
+		}
+		for _, sub := range r.Sub {
+			walk(sub)
+		}
+	}
+	walk(re)
+	return ok
 }
 
 // alsoLiterals returns the literals of the regex's top-level concatenation
