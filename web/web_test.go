@@ -233,7 +233,13 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{`faultline_http_requests_total{code="200",route="/api/search"} 1`,
 		"faultline_index_documents ", "faultline_findings ", "faultline_http_request_duration_seconds_bucket", "go_goroutines"} {
 		if !strings.Contains(string(b), want) {
-			t.Errorf("/metrics lacks %q", want)
+			var got []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, "faultline_http_requests_total") {
+					got = append(got, l)
+				}
+			}
+			t.Errorf("/metrics lacks %q; has %q", want, got)
 		}
 	}
 }
