@@ -83,6 +83,11 @@ type Index struct {
 	alias   bleve.IndexAlias
 	builder docBuilder
 
+	// Time bounds of the indexed events (see Bounds).
+	boundsMu    sync.Mutex
+	boundsKnown bool
+	lo, hi      time.Time
+
 	findingsMu sync.Mutex
 	findings   []rule.Finding
 
@@ -225,6 +230,7 @@ func (x *Index) Add(ev *parsers.Event) error {
 	select {
 	case s.in <- shardOp{doc: doc, t: eventTime(ev)}:
 		x.added.Add(1)
+		x.widenBounds(eventTime(ev))
 		return nil
 	case <-s.done:
 		return errors.New("index: closed")

@@ -381,3 +381,27 @@ func TestCloseIsDurable(t *testing.T) {
 		t.Errorf("after reopen: %d docs (err %v), want %d", c, err, n)
 	}
 }
+
+func TestBounds(t *testing.T) {
+	dir := t.TempDir()
+	x, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addAll(t, x, seedEvents())
+	want := [2]time.Time{t0, t0.Add(9 * time.Second)}
+	lo, hi, err := x.Bounds(context.Background())
+	if err != nil || !lo.Equal(want[0]) || !hi.Equal(want[1]) {
+		t.Errorf("bounds while writing: %v %v %v", lo, hi, err)
+	}
+	x.Close()
+	x, err = Open(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	lo, hi, err = x.Bounds(context.Background())
+	if err != nil || !lo.Equal(want[0]) || !hi.Equal(want[1]) {
+		t.Errorf("bounds after reopening: %v %v %v", lo, hi, err)
+	}
+}

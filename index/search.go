@@ -295,8 +295,48 @@ func makeBuckets(lo, hi time.Time, n int) []Bucket {
 	return out
 }
 
-// Bounds returns the times of the oldest and newest events.
+// Bounds returns the times of the oldest and newest events. The index's
+// bounds are found once (two sorted searches over every document, which
+// cost like a full scan on millions of events) and then kept up to date by
+// Add.
 func (x *Index) Bounds(ctx context.Context) (lo, hi time.Time, err error) {
+	x.boundsMu.Lock()
+	defer x.boundsMu.Unlock()
+	if !x.boundsKnown {
+		lo, hi, err := x.searchBounds(ctx)
+		if err != nil {
+			return lo, hi, err
+		}
+		x.widenBoundsLocked(lo)
+		x.widenBoundsLocked(hi)
+		x.boundsKnown = true
+	}
+	return x.lo, x.hi, nil
+}
+
+// widenBounds records an added event's time.
+func (x *Index) widenBounds(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	x.boundsMu.Lock()
+	x.widenBoundsLocked(t)
+	x.boundsMu.Unlock()
+}
+
+func (x *Index) widenBoundsLocked(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if x.lo.IsZero() || t.Before(x.lo) {
+		x.lo = t
+	}
+	if x.hi.IsZero() || t.After(x.hi) {
+		x.hi = t
+	}
+}
+
+func (x *Index) searchBounds(ctx context.Context) (lo, hi time.Time, err error) {
 	one := func(sort string) (time.Time, error) {
 		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 1, 0, false)
 		req.Fields = []string{FieldTime}
