@@ -169,6 +169,14 @@ func TestBrowserSeedScenario(t *testing.T) {
 	if marked := text(t, ctx, `#results .hit mark`); marked != "192.168.200.12" {
 		t.Errorf("highlight marks %q, want the IP", marked)
 	}
+	// The same answer side by side, one column per node.
+	do(
+		chromedp.Click(css(`#by-node`)),
+		waitJS(`[...document.querySelectorAll('#columns .column')].map(c => c.dataset.node).join() === 'spark-1,spark-2'`),
+		screenshot(art, "02b-side-by-side"),
+		chromedp.Click(css(`#by-node`)),
+		waitJS(`!document.querySelector('#results').hidden`),
+	)
 
 	// Filter by node with the facet, then remove the filter with its chip.
 	do(

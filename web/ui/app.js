@@ -102,7 +102,20 @@ function hitRow(h) {
 }
 
 function renderResults(res) {
-  $('results').replaceChildren(...res.hits.map(hitRow));
+  state.lastHits = res.hits;
+  const byNode = $('by-node').checked;
+  $('results').hidden = byNode;
+  $('columns').hidden = !byNode;
+  if (!byNode) {
+    $('results').replaceChildren(...res.hits.map(hitRow));
+    return;
+  }
+  // One column per node, each in time order, so what every node said
+  // about the same thing reads side by side.
+  const nodes = [...new Set(res.hits.map((h) => h.node))].sort();
+  $('columns').replaceChildren(...nodes.map((n) => el('div', { class: 'column', dataset: { node: n } },
+    el('h3', {}, n),
+    el('ol', {}, ...res.hits.filter((h) => h.node === n).map(hitRow)))));
 }
 
 const facetFields = ['node', 'container', 'source', 'level'];
@@ -283,6 +296,7 @@ function init() {
   $('prev').addEventListener('click', () => { state.from = Math.max(0, state.from - state.size); search(); });
   $('next').addEventListener('click', () => { state.from += state.size; search(); });
   $('live').addEventListener('change', (e) => setLive(e.target.checked));
+  $('by-node').addEventListener('change', () => renderResults({ hits: state.lastHits || [] }));
   api('api/syntax').then((s) => { $('syntax').textContent = s.syntax; }).catch(() => {});
   const p = new URLSearchParams(location.search);
   if (p.get('q')) { $('q').value = p.get('q'); state.q = p.get('q'); }
