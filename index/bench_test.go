@@ -188,7 +188,6 @@ func runBench(t testing.TB, dir string, n int, opts Options) benchResult {
 	}
 	res := benchResult{cpu: cpuTime() - cpu0, events: len(evs), ingest: time.Since(start), searchable: searchable,
 		rawBytes: rawBytes, shards: x.opts.Shards, batch: x.opts.BatchSize}
-	t0 := evs[len(evs)/2].Time
 	evs = nil
 	runtime.GC()
 
@@ -200,6 +199,11 @@ func runBench(t testing.TB, dir string, n int, opts Options) benchResult {
 	if res.indexBytes, err = x.DiskSize(); err != nil {
 		t.Fatal(err)
 	}
+	lo, hi, err := x.Bounds(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := lo.Add(hi.Sub(lo) / 2)
 	queries := []struct {
 		name, grepArg string
 		q             Query

@@ -163,12 +163,14 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	req := bleve.NewSearchRequestOptions(bq, size, max(q.From, 0), false)
 	req.Fields = storedFields
 	switch q.Sort {
+	// No _id tie-breaker: it costs an ID lookup per hit, and times are in
+	// nanoseconds.
 	case "", "-time":
-		req.SortBy([]string{"-" + FieldTime, "_id"})
+		req.SortBy([]string{"-" + FieldTimeSort})
 	case "time":
-		req.SortBy([]string{FieldTime, "_id"})
+		req.SortBy([]string{FieldTimeSort})
 	case "score":
-		req.SortBy([]string{"-_score", "-" + FieldTime})
+		req.SortBy([]string{"-_score", "-" + FieldTimeSort})
 	default:
 		return Result{}, fmt.Errorf("search: bad sort %q (want -time, time or score)", q.Sort)
 	}
@@ -194,7 +196,7 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 		}
 		buckets = makeBuckets(lo, hi, q.Histogram)
 		if len(buckets) > 0 {
-			fr := bleve.NewFacetRequest(FieldTime, len(buckets))
+			fr := bleve.NewFacetRequest(FieldTimeSort, len(buckets))
 			for i, b := range buckets {
 				fr.AddDateTimeRange(strconv.Itoa(i), b.Start, b.End)
 			}
@@ -352,10 +354,10 @@ func (x *Index) searchBounds(ctx context.Context) (lo, hi time.Time, err error) 
 		}
 		return time.Time{}, nil
 	}
-	if lo, err = one(FieldTime); err != nil {
+	if lo, err = one(FieldTimeSort); err != nil {
 		return
 	}
-	hi, err = one("-" + FieldTime)
+	hi, err = one("-" + FieldTimeSort)
 	return
 }
 
