@@ -282,7 +282,7 @@ func openCursor(f File, idx int, cluster string, warn func(error)) (*cursor, err
 	c.reader = parsers.NewReader(r, parsers.ReaderOptions{EOFIsEnd: true, Warn: c.warn})
 	origin := parsers.Origin{Cluster: cluster, Node: f.Node, Container: f.Container, File: f.Path, FileID: id}
 	c.joiner = parsers.NewJoiner(origin, parsers.JoinOptions{}, func(r parsers.Record) {
-		heap.Push(&c.queue, &r)
+		heap.Push(&c.queue, queued{r.Offset, &r})
 	})
 	return c, nil
 }
@@ -298,7 +298,7 @@ func (c *cursor) close() {
 
 // maxReorder bounds how many completed records a cursor holds back while an
 // earlier record of another process is still being joined.
-const maxReorder = 4096
+const maxReorder = 1024
 
 // advance loads the file's next event into c.head; false at the end.
 //
@@ -326,7 +326,7 @@ func (c *cursor) advance() bool {
 		c.lines++
 		c.joiner.Add(l)
 	}
-	rec := heap.Pop(&c.queue).(*parsers.Record)
+	rec := heap.Pop(&c.queue).(queued).rec
 	c.records++
 	c.head = parsers.Parse(*rec)
 	if c.head.Time.IsZero() {
@@ -340,26 +340,34 @@ func (c *cursor) advance() bool {
 
 // ready reports whether the earliest completed record can be released. The
 // cursor keeps a window of maxReorder completed records and releases the
-// lowest offset: a record completes at most a few thousand lines after it
-// starts (the joiner closes stale records), so the window restores file order
-// at O(log n) a record, without asking the joiner what it still holds.
+// lowest offset: nearly every record completes within a few hundred records
+// of its start, so the window restores file order at O(log n) a record
+// without asking the joiner what it still holds. A record held longer (a
+// writer that fell silent mid-traceback) comes out a little late, which the
+// time merge across files tolerates.
 func (c *cursor) ready() bool {
 	return len(c.queue) > 0 && (c.eof || len(c.queue) >= maxReorder)
 }
 
-// recordHeap orders completed records by file offset.
-type recordHeap []*parsers.Record
+// recordHeap orders completed records by file offset (kept beside the
+// pointer so that comparisons do not chase it).
+type recordHeap []queued
+
+type queued struct {
+	off int64
+	rec *parsers.Record
+}
 
 func (h recordHeap) Len() int           { return len(h) }
-func (h recordHeap) Less(i, j int) bool { return h[i].Offset < h[j].Offset }
+func (h recordHeap) Less(i, j int) bool { return h[i].off < h[j].off }
 func (h recordHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *recordHeap) Push(x any)        { *h = append(*h, x.(*parsers.Record)) }
+func (h *recordHeap) Push(x any)        { *h = append(*h, x.(queued)) }
 func (h *recordHeap) Pop() any {
 	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
+	q := old[len(old)-1]
+	old[len(old)-1] = queued{}
 	*h = old[:len(old)-1]
-	return r
+	return q
 }
 
 type cursorHeap []*cursor

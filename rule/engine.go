@@ -141,7 +141,8 @@ func (m *matcher) lineHasLiteral(line string) bool {
 // Rules are shared between engines (rules test runs many), so everything an
 // engine mutates per event lives here, in the engine's own index.
 type matchIndex struct {
-	ac     *ahocorasick.Matcher // nil when no matcher has a literal
+	ac     *ahocorasick.Matcher
+	markOf []uint8 // per pattern: the launch-marker bits it stands for
 	byLit  [][]*matcherRef
 	always []*matcherRef
 	order  map[*Rule]int // position in the rule list: evaluation order
@@ -183,9 +184,25 @@ func buildIndex(rules []*Rule) *matchIndex {
 			}
 		}
 	}
-	if len(lits) > 0 {
-		idx.ac = ahocorasick.NewStringMatcher(lits)
+	// The matcher reports one index per distinct string, so a marker that
+	// is also some rule's literal shares that literal's pattern.
+	for bit, lit := range markerLiterals {
+		j, ok := litIdx[lit]
+		if !ok {
+			j = len(lits)
+			litIdx[lit] = j
+			lits = append(lits, lit)
+			idx.byLit = append(idx.byLit, nil)
+		}
+		for len(idx.markOf) <= j {
+			idx.markOf = append(idx.markOf, 0)
+		}
+		idx.markOf[j] |= 1 << bit
 	}
+	for len(idx.markOf) < len(lits) {
+		idx.markOf = append(idx.markOf, 0)
+	}
+	idx.ac = ahocorasick.NewStringMatcher(lits)
 	return idx
 }
 
@@ -234,6 +251,17 @@ func (e *Engine) Errors() map[string]string {
 
 // Launch markers. A new `vllm serve` (its version banner) or a restarted Ray
 // head begins a launch; the API server coming up marks the launch healthy.
+const (
+	markRayHead = iota
+	markVLLM
+	markHealthy
+	markUvicorn
+)
+
+// markerLiterals are found by the same Aho-Corasick pass as the matchers'
+// literals (indexed by the mark constants).
+var markerLiterals = [...]string{rayHeadStart, "server version", "startup complete", "Uvicorn running"}
+
 var (
 	reVLLMBanner = regexp.MustCompile(`vLLM API server version (\S+)|vLLM server version (\S+)`)
 	rayHeadStart = "To add another node to this Ray cluster"
@@ -255,15 +283,23 @@ func (e *Engine) Observe(ev *parsers.Event) []Finding {
 		e.clusters[cluster] = cs
 		e.newLaunch(cs, ev.Time)
 	}
-	var changed []Finding
-	changed = append(changed, e.trackLaunch(cluster, cs, ev)...)
-	ls := cs.launches[len(cs.launches)-1]
-
 	text := ev.Message
 	if text == "" {
 		text = ev.Text
 	}
-	dirty := e.extract(ls, ev, text)
+	// One Aho-Corasick pass finds the launch markers and the literals of
+	// every matcher.
+	hits := e.idx.ac.Match(unsafe.Slice(unsafe.StringData(text), len(text)))
+	var marks uint8
+	for _, p := range hits {
+		marks |= e.idx.markOf[p]
+	}
+	var changed []Finding
+	if marks != 0 {
+		changed = append(changed, e.trackLaunch(cluster, cs, ev, text, marks)...)
+	}
+	ls := cs.launches[len(cs.launches)-1]
+	dirty := e.extract(ls, ev, text, hits)
 	for _, r := range dirty {
 		if f := e.evaluate(r, cluster, ls, ev); f != nil {
 			changed = append(changed, *f)
@@ -275,7 +311,7 @@ func (e *Engine) Observe(ev *parsers.Event) []Finding {
 // extract runs the matchers whose required literal occurs in the text (one
 // Aho-Corasick pass finds them all) and records the facts they yield; it
 // returns the rules that learnt something, in rule order.
-func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string) []*Rule {
+func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string, hits []int) []*Rule {
 	idx := e.idx
 	e.gen++
 	e.memo.reset()
@@ -305,12 +341,9 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string) []*Rul
 	for _, ref := range idx.always {
 		try(ref)
 	}
-	if idx.ac != nil {
-		// The matcher only reads the bytes; no copy of the text is needed.
-		for _, p := range idx.ac.Match(unsafe.Slice(unsafe.StringData(text), len(text))) {
-			for _, ref := range idx.byLit[p] {
-				try(ref)
-			}
+	for _, p := range hits {
+		for _, ref := range idx.byLit[p] {
+			try(ref)
 		}
 	}
 	if len(dirty) > 1 {
@@ -331,21 +364,20 @@ func (e *Engine) newLaunch(cs *clusterState, t time.Time) *launchState {
 
 // trackLaunch starts a new launch on a launch marker and resolves the
 // findings of earlier launches when a launch comes up healthy.
-func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event) []Finding {
+func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event, msg string, marks uint8) []Finding {
 	ls := cs.launches[len(cs.launches)-1]
-	msg := ev.Message
 	switch {
-	case strings.Contains(msg, rayHeadStart):
+	case marks&(1<<markRayHead) != 0:
 		if ls.marked {
 			ls = e.newLaunch(cs, ev.Time)
 		}
 		ls.marked = true
-	case strings.Contains(msg, "server version") && reVLLMBanner.MatchString(msg):
+	case marks&(1<<markVLLM) != 0 && reVLLMBanner.MatchString(msg):
 		if ls.vllmSeen {
 			ls = e.newLaunch(cs, ev.Time)
 		}
 		ls.marked, ls.vllmSeen = true, true
-	case (strings.Contains(msg, "startup complete") || strings.Contains(msg, "Uvicorn running")) && reHealthy.MatchString(msg):
+	case marks&(1<<markHealthy|1<<markUvicorn) != 0 && reHealthy.MatchString(msg):
 		if ls.healthy {
 			return nil
 		}
