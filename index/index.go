@@ -228,7 +228,7 @@ func (x *Index) Add(ev *parsers.Event) error {
 	doc := x.builder.build(ev)
 	s := x.shardFor(ev.ID)
 	select {
-	case s.in <- shardOp{doc: doc, t: eventTime(ev)}:
+	case s.in <- shardOp{doc: doc}:
 		x.added.Add(1)
 		x.widenBounds(eventTime(ev))
 		return nil

@@ -225,7 +225,13 @@ func textClause(field, t string) (query.Query, error) {
 		return nil, nil
 	}
 	var q query.Query
-	if len(toks) == 1 {
+	// A whole IP address (with or without port) is always a token of its
+	// own (a chunk, or a segment between = : / @), so a term query finds
+	// it; a phrase over its parts would walk the postings of "10", "1"...
+	if len(toks) == 1 || field == FieldMessage && isIPValue(t) {
+		if len(toks) > 1 {
+			toks = toks[:1] // the whole chunk comes first
+		}
 		tq := bleve.NewTermQuery(string(toks[0].Term))
 		tq.SetField(field)
 		q = tq

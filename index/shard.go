@@ -22,7 +22,6 @@ type shard struct {
 // shardOp is an event to index, or (doc nil) a flush request to ack.
 type shardOp struct {
 	doc     *document.Document
-	t       time.Time
 	flushed chan error
 }
 
