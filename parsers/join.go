@@ -68,7 +68,24 @@ type Joiner struct {
 	cacheAt    int
 	scratch    []*pendingRecord
 	idBuf      []byte // node, 0, fileID, 0: the fixed head of every record ID's hash input
+	// starts[startsHead:] lists the starts of records in offset order, for
+	// PendingOffset without a walk over every pending record (a shipper
+	// asks for every batch). Entries of records closed (or started again)
+	// since are stale and dropped lazily: from the head as it is asked,
+	// all at once when the list has grown to compactAt.
+	starts     []startMark
+	startsHead int
+	compactAt  int
 }
+
+// startMark is a record's start: valid while p is active and p.startSeq is seq.
+type startMark struct {
+	p   *pendingRecord
+	seq uint64
+	off int64
+}
+
+func (m *startMark) valid() bool { return m.p.active && m.p.startSeq == m.seq }
 
 // joinKey identifies one writer within a file: the stream, the (normalised)
 // process prefixes, and for NCCL lines the host:pid:tid.
@@ -122,6 +139,7 @@ type pendingRecord struct {
 	size       int64
 	last       time.Time
 	lastSeq    uint64
+	startSeq   uint64 // seq of the first line (identifies this start in Joiner.starts)
 }
 
 // NewJoiner returns a Joiner that calls emit with each completed record.
@@ -200,7 +218,49 @@ func (j *Joiner) Add(l Line) {
 	}
 	p.start(l, rest, hdr, blank, j.now(), j.seq)
 	j.link(p)
+	j.pushStart(p)
 	j.maybeSweep()
+}
+
+// pushStart adds p's start to j.starts, keeping them in offset order: lines
+// mostly come in file order, but a json-file/CRI line reassembled from
+// partial records carries the offset of its first piece, older than the
+// lines seen meanwhile, so it moves back a few places.
+func (j *Joiner) pushStart(p *pendingRecord) {
+	m := startMark{p: p, seq: p.startSeq, off: p.offset}
+	j.starts = append(j.starts, m)
+	for i := len(j.starts) - 1; i > j.startsHead && j.starts[i-1].off > m.off; i-- {
+		j.starts[i], j.starts[i-1] = j.starts[i-1], j.starts[i]
+	}
+	if len(j.starts)-j.startsHead >= j.compactAt {
+		// Drop every stale entry: what is left is one per active record,
+		// so the list stays within twice the active records (or 8192).
+		live := j.starts[:0]
+		for i := j.startsHead; i < len(j.starts); i++ {
+			if j.starts[i].valid() {
+				live = append(live, j.starts[i])
+			}
+		}
+		clear(j.starts[len(live):])
+		j.starts, j.startsHead = live, 0
+		j.compactAt = max(2*len(live), 8192)
+	}
+}
+
+// trimStarts drops stale entries from the head of j.starts.
+func (j *Joiner) trimStarts() {
+	for j.startsHead < len(j.starts) && !j.starts[j.startsHead].valid() {
+		j.starts[j.startsHead] = startMark{}
+		j.startsHead++
+	}
+	if j.startsHead == len(j.starts) {
+		j.starts, j.startsHead = j.starts[:0], 0
+	} else if j.startsHead >= 1024 && 2*j.startsHead >= len(j.starts) {
+		// Reuse the room at the front instead of growing at the back.
+		n := copy(j.starts, j.starts[j.startsHead:])
+		clear(j.starts[n:])
+		j.starts, j.startsHead = j.starts[:n], 0
+	}
 }
 
 // newRecord returns an inactive pendingRecord for key, recycled if possible.
@@ -294,14 +354,11 @@ func (j *Joiner) FlushIdle(idle time.Duration) {
 // pending record; ok is false when nothing is pending. A shipper persists
 // offsets only below it, so that a restart re-reads the held lines.
 func (j *Joiner) PendingOffset() (int64, bool) {
-	var off int64
-	ok := false
-	for p := j.head; p != nil; p = p.next {
-		if !ok || p.offset < off {
-			off, ok = p.offset, true
-		}
+	j.trimStarts()
+	if j.startsHead == len(j.starts) {
+		return 0, false
 	}
-	return off, ok
+	return j.starts[j.startsHead].off, true
 }
 
 func (j *Joiner) closeWhere(pred func(*pendingRecord) bool) {
@@ -403,6 +460,7 @@ func (j *Joiner) setStreamLastKey(stream string, k joinKey) {
 
 func (p *pendingRecord) start(l Line, rest, hdr string, blank bool, now time.Time, seq uint64) {
 	p.active = true
+	p.startSeq = seq
 	p.offset, p.num, p.time, p.stream = l.Offset, l.Num, l.Time, l.Stream
 	p.first = l.Text
 	p.buf = p.buf[:0]

@@ -32,8 +32,11 @@ func joinLines(t testing.TB, lines []Line, n int64, opts JoinOptions) []Record {
 	t.Helper()
 	var recs []Record
 	j := NewJoiner(Origin{Node: "node-a", FileID: "1:2:abc"}, opts, func(r Record) { recs = append(recs, r) })
-	for _, l := range lines {
+	for i, l := range lines {
 		j.Add(l)
+		if i%7 == 0 || i == len(lines)-1 {
+			checkPendingOffset(t, j)
+		}
 	}
 	j.Flush()
 	if _, ok := j.PendingOffset(); ok {
@@ -41,6 +44,21 @@ func joinLines(t testing.TB, lines []Line, n int64, opts JoinOptions) []Record {
 	}
 	checkRecords(t, lines, recs, n)
 	return recs
+}
+
+// checkPendingOffset compares PendingOffset with a walk over every active record.
+func checkPendingOffset(t testing.TB, j *Joiner) {
+	t.Helper()
+	var want int64
+	wantOK := false
+	for p := j.head; p != nil; p = p.next {
+		if !wantOK || p.offset < want {
+			want, wantOK = p.offset, true
+		}
+	}
+	if got, ok := j.PendingOffset(); got != want || ok != wantOK {
+		t.Fatalf("PendingOffset = %d, %v; the pending records say %d, %v", got, ok, want, wantOK)
+	}
 }
 
 // checkRecords: sizes sum to the input, line counts to the lines, every
@@ -418,4 +436,24 @@ func BenchmarkReadAndJoin(b *testing.B) {
 		j.Flush()
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// TestJoinerStartsBounded: the offset-ordered list behind PendingOffset
+// stays small whether or not PendingOffset is asked (shipper or offline).
+func TestJoinerStartsBounded(t *testing.T) {
+	for _, every := range []int{0, 1, 100} {
+		j := NewJoiner(Origin{Node: "n", FileID: "f"}, JoinOptions{}, func(Record) {})
+		var off int64
+		for i := 0; i < 200000; i++ {
+			text := fmt.Sprintf("(W%d pid=%d) line %d", i%50, i%50, i)
+			j.Add(Line{Offset: off, Size: int64(len(text) + 1), Num: i + 1, Text: text})
+			off += int64(len(text) + 1)
+			if every > 0 && i%every == 0 {
+				checkPendingOffset(t, j)
+			}
+		}
+		if c := cap(j.starts); c > 20000 {
+			t.Errorf("PendingOffset every %d lines: starts holds room for %d entries", every, c)
+		}
+	}
 }

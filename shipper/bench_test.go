@@ -95,6 +95,8 @@ func runMeasured(b *testing.B, name string, cmd *exec.Cmd, _ func(*serverHandle)
 		cmd.Stdout = os.Stderr
 	}
 	fi, _ := os.Stat(log)
+	var ru0 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -117,6 +119,13 @@ func runMeasured(b *testing.B, name string, cmd *exec.Cmd, _ func(*serverHandle)
 	}
 	<-done
 	elapsed := time.Since(start)
+	// The NATS server runs in this process: its CPU competes for the
+	// same two cores (so does anything else running on the machine).
+	var ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	b.Logf("%s: CPU of the process, user %.2fs sys %.2fs; of the NATS server (this process) user %.2fs sys %.2fs", name,
+		time.Duration(cmd.ProcessState.SysUsage().(*syscall.Rusage).Utime.Nano()).Seconds(), time.Duration(cmd.ProcessState.SysUsage().(*syscall.Rusage).Stime.Nano()).Seconds(),
+		time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()).Seconds(), time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano()).Seconds())
 	if !cmd.ProcessState.Success() && floor {
 		b.Fatalf("%s failed: %v", name, cmd.ProcessState)
 	}

@@ -93,6 +93,7 @@ type Publisher struct {
 	slots   chan struct{}
 	wg      sync.WaitGroup
 	bodies  sync.Pool
+	bodyCap int // capacity of a new body: a batch closes soon after the soft limit
 
 	mu      sync.Mutex
 	failing error // current publish failure, logged once per change
@@ -236,7 +237,7 @@ func (p *Publisher) body() []byte {
 	if b, ok := p.bodies.Get().(*[]byte); ok {
 		return (*b)[:0]
 	}
-	return nil
+	return make([]byte, 0, p.bodyCap)
 }
 
 // Publish sends b, blocking while MaxInFlight batches await their PubAck or

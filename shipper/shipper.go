@@ -158,6 +158,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer sh.pub.Close()
 	sh.hardLimit = sh.pub.MaxPayload() - 1024 // headers and slack
 	sh.softLimit = min(cfg.BatchBytes, sh.hardLimit)
+	sh.pub.bodyCap = min(sh.softLimit+sh.softLimit/4, sh.hardLimit)
 	sh.log.Info("shipping", "subject", sh.subject, "max_payload", sh.pub.MaxPayload(), "batch_bytes", sh.softLimit,
 		"paths", cfg.Paths, "containers", cfg.Containers)
 

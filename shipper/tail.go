@@ -99,6 +99,15 @@ type cursor struct {
 
 	dec  *parsers.Decoder
 	join *parsers.Joiner
+	enc  wire.Encoder
+	// now is the joiner's clock: the time of the last read, not of every
+	// line (a clock read per line costs more than joining it); it is set
+	// after every read and before every idle flush.
+	now time.Time
+	// counts not yet added to the metrics (added per read, not per line:
+	// a Prometheus counter is an atomic loop)
+	mLines, mRecords int
+	mBytes           int64
 
 	fifo     []lineMark // offsets of lines fed since the last safe point
 	tracker  *tracker
@@ -180,7 +189,8 @@ func (c *cursor) init() {
 	c.dec = parsers.NewDecoder(parsers.FormatAuto)
 	origin := parsers.Origin{Cluster: c.sh.cfg.Cluster, Node: c.sh.cfg.Node, Container: c.src.container,
 		File: c.src.display, FileID: c.fileID()}
-	c.join = parsers.NewJoiner(origin, parsers.JoinOptions{}, c.emit)
+	c.now = time.Now()
+	c.join = parsers.NewJoiner(origin, parsers.JoinOptions{Now: c.clock}, c.emit)
 	c.tracker = &tracker{store: c.sh.store, key: c.key, path: c.src.path, gen: c.gen}
 	if c.key == "" {
 		c.tracker.store = nil
@@ -197,6 +207,8 @@ func (c *cursor) init() {
 }
 
 // fill reads more bytes; n == 0 with a nil error means EOF for now.
+func (c *cursor) clock() time.Time { return c.now }
+
 func (c *cursor) fill() (int, error) {
 	if c.r == c.w {
 		c.r, c.w = 0, 0
@@ -220,6 +232,7 @@ func (c *cursor) fill() (int, error) {
 		}
 	}
 	n, err := c.f.Read(c.buf[c.w:])
+	c.now = time.Now()
 	c.w += n
 	if errors.Is(err, io.EOF) {
 		err = nil
@@ -259,13 +272,28 @@ func (c *cursor) lines() {
 		c.base += int64(c.w - c.r)
 		c.r = c.w
 	}
+	c.addMetrics()
+}
+
+// addMetrics adds the counts gathered since the last call to the metrics.
+func (c *cursor) addMetrics() {
+	m := c.sh.metrics
+	if c.mLines > 0 {
+		m.lines.Add(float64(c.mLines))
+		m.bytesRead.Add(float64(c.mBytes))
+		c.mLines, c.mBytes = 0, 0
+	}
+	if c.mRecords > 0 {
+		m.recordsMade.Add(float64(c.mRecords))
+		c.mRecords = 0
+	}
 }
 
 // feed hands one physical line to the decoder and the joiner.
 func (c *cursor) feed(raw []byte, off, size int64) {
 	c.line++
-	c.sh.metrics.lines.Inc()
-	c.sh.metrics.bytesRead.Add(float64(size))
+	c.mLines++
+	c.mBytes += size
 	c.fifo = append(c.fifo, lineMark{off, c.line})
 	l, ok, err := c.dec.Decode(raw, off, size, c.line)
 	if err != nil {
@@ -300,16 +328,16 @@ func (c *cursor) warn(msg string, off int64, detail string) {
 // record that would overflow the message closes the batch first, without
 // advancing the offset (the joiner is mid-call, its pending state unknown).
 func (c *cursor) emit(r parsers.Record) {
-	c.sh.metrics.recordsMade.Inc()
+	c.mRecords++
 	start := len(c.body)
-	c.body = wire.AppendRecord(c.body, &r)
+	c.body = c.enc.Append(c.body, &r)
 	n := len(c.body) - start
 	if n > c.sh.hardLimit {
 		c.body = c.body[:start]
 		wire.FitRecord(&r, c.sh.hardLimit)
 		c.sh.metrics.truncated.Inc()
 		c.log.Warn("record larger than a message, truncated", "offset", r.Offset, "line", r.Line, "bytes", n, "limit", c.sh.hardLimit)
-		c.body = wire.AppendRecord(c.body, &r)
+		c.body = c.enc.Append(c.body, &r)
 		n = len(c.body) - start
 	}
 	if start > 0 && start+n > c.sh.hardLimit {
@@ -389,7 +417,9 @@ func (c *cursor) closeBatch(advance bool) {
 // idle runs while the file has no new bytes: flush records whose writer went
 // quiet and close a batch that waited long enough.
 func (c *cursor) idle(now time.Time) {
+	c.now = now
 	c.join.FlushIdle(c.sh.cfg.FlushTimeout)
+	c.addMetrics()
 	if c.count > 0 && now.Sub(c.started) >= c.sh.cfg.BatchWait {
 		c.closeBatch(true)
 	}
@@ -412,6 +442,7 @@ func (c *cursor) finish() {
 		c.join.Add(l)
 	}
 	c.join.Flush()
+	c.addMetrics()
 	c.closeBatch(true)
 }
 
@@ -443,7 +474,7 @@ func (c *cursor) follow(ctx context.Context) followResult {
 			c.log.Error("read failed", "offset", c.base, "err", err)
 		}
 		if n > 0 {
-			now := time.Now()
+			now := c.now
 			lastGrowth = now
 			c.lines()
 			// A busy file still flushes records of writers that went quiet,

@@ -15,10 +15,96 @@ import (
 // is what encoding/json produces for parsers.Record (same keys, same
 // omitempty rules, invalid UTF-8 replaced by U+FFFD) but written without
 // reflection: the shipper encodes every record it sends, and this is most of
-// its CPU budget per record.
+// its CPU budget per record. An Encoder writes the same bytes faster for a
+// run of records sharing their origin.
 func AppendRecord(dst []byte, r *parsers.Record) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = appendString(dst, r.ID)
+	dst = appendOrigin(dst, r)
+	dst = appendTail(dst, r)
+	dst = append(dst, `,"time":"`...)
+	dst = r.Time.AppendFormat(dst, time.RFC3339Nano) // = time.Time.MarshalJSON for years 0-9999
+	return appendEnd(dst, r)
+}
+
+// Encoder is AppendRecord for a stream of records: the encoding of the
+// origin fields (cluster, node, container, file, file_id), the same for
+// every record of a file, and the date and time of the last whole second are
+// remembered instead of being encoded again. The output is byte for byte
+// AppendRecord's. The zero value is ready to use; not safe for concurrent use.
+type Encoder struct {
+	cluster, node, container, file, fileID string
+	origin                                 []byte
+	originOK                               bool
+
+	sec     int64    // Unix second of secText
+	secText [19]byte // "2006-01-02T15:04:05" of sec in UTC
+	secOK   bool
+}
+
+// Append appends r to dst as AppendRecord does.
+func (e *Encoder) Append(dst []byte, r *parsers.Record) []byte {
+	if !e.originOK || r.Cluster != e.cluster || r.Node != e.node || r.Container != e.container ||
+		r.File != e.file || r.FileID != e.fileID {
+		e.cluster, e.node, e.container, e.file, e.fileID = r.Cluster, r.Node, r.Container, r.File, r.FileID
+		e.origin = appendOrigin(e.origin[:0], r)
+		e.originOK = true
+	}
+	dst = append(dst, `{"id":`...)
+	dst = appendString(dst, r.ID)
+	dst = append(dst, e.origin...)
+	dst = appendTail(dst, r)
+	dst = append(dst, `,"time":"`...)
+	dst = e.appendTime(dst, r.Time)
+	return appendEnd(dst, r)
+}
+
+// appendTime is Time.AppendFormat(RFC3339Nano) with the whole second of UTC
+// times remembered: records of a file come many per second.
+func (e *Encoder) appendTime(dst []byte, t time.Time) []byte {
+	if t.Location() != time.UTC {
+		return t.AppendFormat(dst, time.RFC3339Nano)
+	}
+	sec := t.Unix()
+	if e.secOK && sec == e.sec {
+		dst = append(dst, e.secText[:]...)
+		return appendFracZ(dst, t.Nanosecond())
+	}
+	n := len(dst)
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	if out := dst[n:]; len(out) >= 20 && out[4] == '-' && (out[19] == '.' || out[19] == 'Z') {
+		copy(e.secText[:], out[:19])
+		e.sec, e.secOK = sec, true
+	}
+	return dst
+}
+
+// appendFracZ writes the end of an RFC3339Nano UTC time after the seconds:
+// ".fffffffff" without trailing zeros (nothing when ns is 0), then "Z".
+func appendFracZ(dst []byte, ns int) []byte {
+	if ns == 0 {
+		return append(dst, 'Z')
+	}
+	var b [11]byte
+	b[0] = '.'
+	u := uint32(ns)
+	for k := 7; k >= 1; k -= 2 { // b[2:10] in pairs, b[1] last
+		q := u / 100
+		d := (u - q*100) * 2
+		b[k+1], b[k+2] = digitPairs[d], digitPairs[d+1]
+		u = q
+	}
+	b[1] = byte('0' + u)
+	n := 10
+	for b[n-1] == '0' {
+		n--
+	}
+	b[n] = 'Z'
+	return append(dst, b[:n+1]...)
+}
+
+// appendOrigin writes the fields from "cluster" to "file_id".
+func appendOrigin(dst []byte, r *parsers.Record) []byte {
 	dst = append(dst, `,"cluster":`...)
 	dst = appendString(dst, r.Cluster)
 	dst = append(dst, `,"node":`...)
@@ -33,20 +119,55 @@ func AppendRecord(dst []byte, r *parsers.Record) []byte {
 		dst = append(dst, `,"file_id":`...)
 		dst = appendString(dst, r.FileID)
 	}
+	return dst
+}
+
+// appendTail writes the fields from "offset" to "lines".
+func appendTail(dst []byte, r *parsers.Record) []byte {
 	dst = append(dst, `,"offset":`...)
-	dst = strconv.AppendInt(dst, r.Offset, 10)
+	dst = appendInt(dst, r.Offset)
 	if r.Size != 0 {
 		dst = append(dst, `,"size":`...)
-		dst = strconv.AppendInt(dst, r.Size, 10)
+		dst = appendInt(dst, r.Size)
 	}
 	dst = append(dst, `,"line":`...)
-	dst = strconv.AppendInt(dst, int64(r.Line), 10)
+	dst = appendInt(dst, int64(r.Line))
 	if r.Lines != 0 {
 		dst = append(dst, `,"lines":`...)
-		dst = strconv.AppendInt(dst, int64(r.Lines), 10)
+		dst = appendInt(dst, int64(r.Lines))
 	}
-	dst = append(dst, `,"time":"`...)
-	dst = appendTime(dst, r.Time)
+	return dst
+}
+
+// appendInt is strconv.AppendInt(dst, v, 10), two digits at a time.
+func appendInt(dst []byte, v int64) []byte {
+	if v < 0 {
+		return strconv.AppendInt(dst, v, 10)
+	}
+	var b [20]byte
+	i := len(b)
+	u := uint64(v)
+	for u >= 100 {
+		q := u / 100
+		d := (u - q*100) * 2
+		i -= 2
+		b[i], b[i+1] = digitPairs[d], digitPairs[d+1]
+		u = q
+	}
+	if u >= 10 {
+		i -= 2
+		b[i], b[i+1] = digitPairs[u*2], digitPairs[u*2+1]
+	} else {
+		i--
+		b[i] = byte('0' + u)
+	}
+	return append(dst, b[i:]...)
+}
+
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
+// appendEnd ends the record after its time.
+func appendEnd(dst []byte, r *parsers.Record) []byte {
 	dst = append(dst, '"')
 	if r.Stream != "" {
 		dst = append(dst, `,"stream":`...)
@@ -54,13 +175,7 @@ func AppendRecord(dst []byte, r *parsers.Record) []byte {
 	}
 	dst = append(dst, `,"text":`...)
 	dst = appendString(dst, r.Text)
-	dst = append(dst, "}\n"...)
-	return dst
-}
-
-func appendTime(dst []byte, t time.Time) []byte {
-	// Same as time.Time.MarshalJSON for years 0-9999.
-	return t.AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, "}\n"...)
 }
 
 const hexDigits = "0123456789abcdef"
@@ -73,13 +188,47 @@ var safeASCII = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// load64 reads s[i:i+8] as a little-endian word (the compiler merges the loads).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// needsEscape reports whether any byte of the word x is not safe ASCII: a
+// control byte (< 0x20), a byte >= 0x80, '"', '\\', '<', '>' or '&'. Each test
+// is the classic "has a zero/less-than byte" trick, exact for "any byte":
+// a borrow only starts at a byte that matches. '<' (0x3c) and '>' (0x3e)
+// differ only in bit 1, '"' (0x22) and '&' (0x26) only in bit 2, so one
+// comparison covers each pair.
+func needsEscape(x uint64) bool {
+	ctl := (x - 0x20*lsb) & ^x
+	ltgt := (x | 0x02*lsb) ^ 0x3e*lsb
+	qamp := (x | 0x04*lsb) ^ 0x26*lsb
+	bs := x ^ 0x5c*lsb
+	m := ctl | (ltgt-lsb)&^ltgt | (qamp-lsb)&^qamp | (bs-lsb)&^bs | x
+	return m&msb != 0
+}
+
 // appendString writes s as a JSON string with encoding/json's escaping
 // (HTML-safe, U+2028/2029 escaped, invalid UTF-8 as U+FFFD). Runs of safe
-// ASCII, nearly all of a log line, are found with a table and copied at once.
+// ASCII, nearly all of a log line, are skipped eight bytes at a time and
+// copied at once.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i := 0; ; {
+		for i+8 <= len(s) && !needsEscape(load64(s, i)) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		b := s[i]
 		if b < utf8.RuneSelf {
 			if safeASCII[b] {

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +133,135 @@ func BenchmarkAppendRecord(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = AppendRecord(buf[:0], &r)
+	}
+}
+
+// TestEncoderMatchesAppendRecord: the Encoder's remembered origin and second
+// never change a byte, across origin changes, time zones and odd times.
+func TestEncoderMatchesAppendRecord(t *testing.T) {
+	base := time.Date(2025, 10, 23, 3, 54, 46, 0, time.UTC)
+	times := []time.Time{{}, base, base.Add(123456789), base.Add(100), base.Add(time.Second + 5e8),
+		base.Add(time.Second + 120000), base.Add(-time.Hour), time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		base.In(time.FixedZone("x", 3600)), base.Local(), time.Date(10000, 1, 1, 0, 0, 0, 5, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 5, time.UTC), base.Add(7)}
+	origins := []parsers.Record{
+		{Cluster: "dgx", Node: "spark-1", File: "/var/log/x.log", FileID: "1:2:ab"},
+		{Cluster: "dgx", Node: "spark-2", Container: "node-1", File: "/tmp/ray/session_latest/logs/w.out"},
+		{Cluster: "c<&>", Node: "n\"\\", File: "é\u2028\xff"},
+	}
+	texts := []string{"", "plain", "(RayWorkerWrapper pid=223) INFO 10-23 03:54:46 [x.py:1] rank 1 <a> & \"b\" \\ \t\x01\x7f é 漢字 \U0001F600 \u2028\u2029 \xff\xfe end",
+		strings.Repeat("abcdefg<", 5), strings.Repeat("\xe2\x80\xa8x", 3)}
+	var e Encoder
+	var got, want []byte
+	n := 0
+	for _, o := range origins {
+		for _, ts := range times {
+			for _, tx := range texts {
+				r := o
+				r.ID, r.Offset, r.Size, r.Line, r.Lines, r.Time, r.Stream, r.Text = "0123456789abcdef01234567", int64(n*997), int64(n%3), n, n%2, ts, []string{"", "stdout"}[n%2], tx
+				n++
+				got = e.Append(got, &r)
+				want = AppendRecord(want, &r)
+				if string(got) != string(want) {
+					t.Fatalf("record %d:\n got %s\nwant %s", n, got, want)
+				}
+			}
+		}
+	}
+}
+
+// FuzzAppendString: the word-at-a-time escaping writes what the byte-at-a-time
+// one did (appendStringRef, the encoder before it), and that decodes to s
+// with invalid UTF-8 replaced.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain ascii text of some length", "<>&\"\\\x00\x1f\x7f\x80\b\f", "é漢字\U0001F600\u2028\u2029\xff", "12345678<12345678"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := appendString(nil, s)
+		if want := appendStringRef(nil, s); string(got) != string(want) {
+			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
+		}
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil || back != string([]rune(s)) {
+			t.Fatalf("appendString(%q) = %s decodes to %q, %v", s, got, back, err)
+		}
+	})
+}
+
+// appendStringRef is the byte-at-a-time encoder appendString replaced.
+func appendStringRef(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if safeASCII[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+func BenchmarkEncoder(b *testing.B) {
+	r := parsers.Record{ID: "0123456789abcdef01234567", Cluster: "dgx", Node: "spark-1", File: "/var/lib/docker/containers/abc/abc-json.log",
+		FileID: "2049:1234:deadbeef", Offset: 123456789, Size: 180, Line: 12345, Time: time.Now().UTC(), Stream: "stdout",
+		Text: "(RayWorkerWrapper pid=223, ip=192.168.141.7) INFO 10-23 03:54:46 [parallel_state.py:1325] rank 1 in world size 2 is assigned as DP rank 0"}
+	var buf []byte
+	var e Encoder
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = e.Append(buf[:0], &r)
+	}
+}
+
+func TestAppendInt(t *testing.T) {
+	for _, v := range []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 12345, 123456789, 1<<63 - 1, -1, -10, -1 << 63} {
+		if got, want := string(appendInt(nil, v)), strconv.FormatInt(v, 10); got != want {
+			t.Errorf("appendInt(%d) = %s", v, got)
+		}
+	}
+	for ns := 0; ns < 1e9; ns += 999_983 {
+		for _, x := range []int{ns, ns / 1000 * 1000, ns / 1e6 * 1e6, ns / 10 * 10} {
+			want := time.Date(2025, 1, 1, 0, 0, 0, x, time.UTC).Format(time.RFC3339Nano)[19:]
+			if got := string(appendFracZ(nil, x)); got != want {
+				t.Fatalf("appendFracZ(%d) = %s, want %s", x, got, want)
+			}
+		}
 	}
 }
