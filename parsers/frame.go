@@ -2,6 +2,7 @@ package parsers
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -569,6 +570,9 @@ func (d *Decoder) decodeCRI(raw []byte, offset, size int64, num int, rawDropped 
 // "\r"-separated updates kept (tqdm bars), invalid UTF-8 replaced, and a
 // truncation marker when bytes were dropped. b may be modified in place.
 func (d *Decoder) finish(b []byte, dropped int64) string {
+	if dropped == 0 && plainText(b) {
+		return string(b)
+	}
 	if dropped > 0 {
 		n := len(b)
 		b = trimIncompleteRune(b)
@@ -603,6 +607,56 @@ func (d *Decoder) finish(b []byte, dropped int64) string {
 		s += " …[truncated " + strconv.FormatInt(dropped, 10) + " bytes]"
 	}
 	return s
+}
+
+// plainText reports whether finish has nothing to do on b: pure ASCII
+// without CR, LF or ESC, and no '[' that may start a rendered or bare colour
+// code. It is one pass over b, 8 bytes at a time; a word holding a control
+// byte, a non-ASCII byte or a '[' is looked at byte by byte. A false answer
+// only means that the full cleanup runs.
+func plainText(b []byte) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		v := binary.LittleEndian.Uint64(b[i:])
+		// high bit set in a byte: non-ASCII, a byte below 0x20 (in an
+		// ASCII word), or a '[' (the borrow may flag more bytes, never fewer).
+		br := v ^ ('[' * ones)
+		if (v|((v-0x20*ones)&^v)|((br-ones)&^br))&highs == 0 {
+			continue
+		}
+		for k := i; k < i+8; k++ {
+			if !plainByte(b, k) {
+				return false
+			}
+		}
+	}
+	for ; i < len(b); i++ {
+		if !plainByte(b, i) {
+			return false
+		}
+	}
+	return true
+}
+
+func plainByte(b []byte, i int) bool {
+	c := b[i]
+	switch {
+	case c >= 0x80 || c == 0x1b || c == '\r' || c == '\n':
+		return false
+	case c == '[':
+		if i > 0 && b[i-1] == '^' {
+			return false
+		}
+		if i >= 4 && string(b[i-4:i]) == "#033" {
+			return false
+		}
+		return bareSGRLen(b[i:]) == 0
+	}
+	return true
 }
 
 // trimIncompleteRune drops a multi-byte rune cut by truncation, so that the

@@ -17,7 +17,7 @@ func Parse(r Record) Event {
 // lineParse collects what the per-source parsers find in the header line of a
 // record. The parsers fill it in; parseRecord turns it into the event.
 type lineParse struct {
-	ev        *Event
+	ev        Event // by value: a pointer to a local would make every event escape
 	msg       string    // message part of the header line
 	fullTime  time.Time // line time with a full date, zero if none
 	partial   partialTime
@@ -41,8 +41,10 @@ func (p *lineParse) has(k string) bool {
 // parseRecord is Parse with the clock injected, so that tests do not depend
 // on the current year.
 func parseRecord(r Record, now func() time.Time) Event {
-	ev := Event{Record: r, Source: SourceOther}
-	p := lineParse{ev: &ev}
+	var p lineParse
+	p.ev.Record = r
+	p.ev.Source = SourceOther
+	ev := &p.ev
 
 	// The header line is the first line with a non-blank payload: an NCCL
 	// WARN starts with a newline, so a record may begin with an empty line
@@ -117,13 +119,13 @@ func parseRecord(r Record, now func() time.Time) Event {
 	case p.partial.ok:
 		ev.Time = p.partial.complete(r.Time, now)
 	}
-	return ev
+	return p.ev
 }
 
 // classify detects the source of the header line's payload and fills p. The
 // cheap first-byte switch keeps regexps and scans off the common path.
 func classify(p *lineParse, s string, prefixes []Prefix) {
-	ev := p.ev
+	ev := &p.ev
 	p.msg = s
 	// Ray forwards raylet and autoscaler output under their own names; the
 	// payload may still be a Ray C++ line with its own header.
@@ -175,7 +177,7 @@ func applyPrefixes(p *lineParse, prefixes []Prefix) {
 	if len(prefixes) == 0 {
 		return
 	}
-	ev := p.ev
+	ev := &p.ev
 	chosen := -1
 	for i := len(prefixes) - 1; i >= 0; i-- {
 		if prefixes[i].IP != "" {

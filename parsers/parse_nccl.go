@@ -72,7 +72,7 @@ func parseNCCL(p *lineParse, s string) bool {
 			return false
 		}
 	}
-	ev := p.ev
+	ev := &p.ev
 	ev.Source = SourceNCCL
 	ev.Level = normLevel(kw)
 	if strings.HasSuffix(s[:k], "**") {

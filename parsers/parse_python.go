@@ -9,7 +9,7 @@ import "strings"
 // were several, and attributes records that no header claimed to the
 // framework the exception type or the frames name.
 func analyzeException(p *lineParse) {
-	ev := p.ev
+	ev := &p.ev
 	msg := ev.Message
 	multi := strings.IndexByte(msg, '\n') >= 0
 	// A one-line record holds at most a piece of a traceback; scanning it
@@ -90,7 +90,7 @@ func analyzeTraceback(p *lineParse, msg string) {
 // to the framework named by the exception type, else by the innermost
 // framework frame, else to python; an exception without a level is an error.
 func attribute(p *lineParse, typ, frameFW string) {
-	ev := p.ev
+	ev := &p.ev
 	if ev.Level == "" {
 		ev.Level = LevelError
 	}
@@ -201,7 +201,7 @@ func excLine(l string, strict bool) (typ, msg string, ok bool) {
 //	/opt/.../ray/_private/worker.py:2046: FutureWarning: Tip: ...
 //	Warning: something
 func parsePythonWarning(p *lineParse, s string) bool {
-	ev := p.ev
+	ev := &p.ev
 	if strings.HasPrefix(s, "Warning: ") {
 		ev.Source = SourcePython
 		ev.Level = LevelWarning

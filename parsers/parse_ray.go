@@ -46,7 +46,7 @@ func parseRayPython(p *lineParse, s string) bool {
 	if _, _, ok := fileLine(loc); !ok {
 		return false
 	}
-	ev := p.ev
+	ev := &p.ev
 	ev.Source = SourceRay
 	ev.Level = normLevel(lvl)
 	ev.Component = loc
@@ -95,7 +95,7 @@ func parseRayCpp(p *lineParse, s string) bool {
 	if len(rest) > 0 && rest[0] == ' ' {
 		rest = rest[1:]
 	}
-	ev := p.ev
+	ev := &p.ev
 	ev.Source = SourceRay
 	ev.Level = lvl
 	ev.PID = atoi(pid)
@@ -198,7 +198,7 @@ var (
 // pretty output, "ray status", the autoscaler status banner, and the raw
 // worker-file bookkeeping lines (":actor_name:...").
 func parseRayText(p *lineParse, s string) bool {
-	ev := p.ev
+	ev := &p.ev
 	if strings.HasPrefix(s, "======== Autoscaler status: ") {
 		ev.Source = SourceRay
 		ev.Component = "autoscaler"

@@ -53,7 +53,7 @@ func parseC10(p *lineParse, s string) bool {
 	if len(msg) > 0 && msg[0] == ' ' {
 		msg = msg[1:]
 	}
-	ev := p.ev
+	ev := &p.ev
 	ev.Source = SourceTorch
 	ev.Level = lvl
 	ev.Component = comp

@@ -44,7 +44,7 @@ func parseVLLM(p *lineParse, s string) bool {
 	if len(rest) > 0 && rest[0] == ' ' {
 		rest = rest[1:]
 	}
-	ev := p.ev
+	ev := &p.ev
 	ev.Source = SourceVLLM
 	ev.Level = normLevel(lvl)
 	ev.Component = comp
