@@ -3,6 +3,7 @@ package parsers
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -617,31 +618,36 @@ func (d *Decoder) finish(b []byte, dropped int64) string {
 func plainText(b []byte) bool {
 	const (
 		ones  = 0x0101010101010101
+		lows  = 0x7f7f7f7f7f7f7f7f
 		highs = 0x8080808080808080
 	)
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		v := binary.LittleEndian.Uint64(b[i:])
-		// high bit set in a byte: non-ASCII, a byte below 0x20 (in an
-		// ASCII word), or a '[' (the borrow may flag more bytes, never fewer).
-		br := v ^ ('[' * ones)
-		if (v|((v-0x20*ones)&^v)|((br-ones)&^br))&highs == 0 {
-			continue
+		if v&highs != 0 {
+			return false // non-ASCII
 		}
-		for k := i; k < i+8; k++ {
-			if !plainByte(b, k) {
+		// Exact masks (no carry crosses a byte of an ASCII word): the high
+		// bit of each byte below 0x20, and of each '['.
+		ctrl := ^(v + 0x60*ones) & highs
+		t := v ^ ('[' * ones)
+		brk := ^(((t & lows) + lows) | t) & highs
+		for m := ctrl | brk; m != 0; m &= m - 1 {
+			if !plainByte(b, i+bits.TrailingZeros64(m)>>3) {
 				return false
 			}
 		}
 	}
 	for ; i < len(b); i++ {
-		if !plainByte(b, i) {
+		if c := b[i]; (c < 0x20 || c == '[' || c >= 0x80) && !plainByte(b, i) {
 			return false
 		}
 	}
 	return true
 }
 
+// plainByte tells whether the control byte, '[' or non-ASCII byte at b[i]
+// leaves the text plain.
 func plainByte(b []byte, i int) bool {
 	c := b[i]
 	switch {

@@ -801,25 +801,29 @@ func tracebackStarts(s string) bool {
 // exceptionLine matches "pkg.SomeError: message" / "SomeException: ..."
 // at the start of a line.
 func exceptionLine(s string) bool {
-	c := strings.Index(s, ": ")
-	if c <= 0 || c > 120 {
-		c = len(s)
-		if c > 120 || strings.IndexByte(s, ' ') >= 0 {
-			return false
-		}
+	// The name is the run of [.\w] at the start; it must end the line
+	// (a line of at most 120 bytes) or be followed by ": " within 120 bytes.
+	k := 0
+	for k < len(s) && identByte[s[k]] {
+		k++
 	}
-	name := s[:c]
-	if !strings.HasSuffix(name, "Error") && !strings.HasSuffix(name, "Exception") {
+	if k > 120 {
 		return false
 	}
-	for i := 0; i < len(name); i++ {
-		b := name[i]
-		if !(b == '.' || b == '_' || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')) {
-			return false
-		}
+	if k < len(s) && (k+1 >= len(s) || s[k] != ':' || s[k+1] != ' ') {
+		return false
 	}
-	return true
+	name := s[:k]
+	return strings.HasSuffix(name, "Error") || strings.HasSuffix(name, "Exception")
 }
+
+// identByte marks the bytes of an exception's dotted name.
+var identByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c == '.' || c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+	}
+	return t
+}()
 
 func chainMarker(s string) bool {
 	return strings.HasPrefix(s, "During handling of the above exception, another exception occurred:") ||
