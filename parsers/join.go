@@ -584,7 +584,10 @@ func (j *Joiner) splitPrefix(text string) (string, string) {
 	}
 	for i := range j.cache {
 		e := &j.cache[i]
-		if e.match == "" || !strings.HasPrefix(text, e.match) {
+		// Prefixes of different writers mostly differ just before their
+		// end (pid, ip): compare those bytes first.
+		m := e.match
+		if len(m) < 2 || len(text) < len(m) || text[len(m)-2] != m[len(m)-2] || !strings.HasPrefix(text, m) {
 			continue
 		}
 		rest := text[len(e.match):]
