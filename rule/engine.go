@@ -10,9 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
-	"github.com/cloudflare/ahocorasick"
 	"github.com/expr-lang/expr"
 
 	"github.com/faultline/faultline/parsers"
@@ -141,7 +139,7 @@ func (m *matcher) lineHasLiteral(line string) bool {
 // Rules are shared between engines (rules test runs many), so everything an
 // engine mutates per event lives here, in the engine's own index.
 type matchIndex struct {
-	ac     *ahocorasick.Matcher
+	ac     *literalScanner
 	markOf []uint8 // per pattern: the launch-marker bits it stands for
 	byLit  [][]*matcherRef
 	always []*matcherRef
@@ -184,8 +182,8 @@ func buildIndex(rules []*Rule) *matchIndex {
 			}
 		}
 	}
-	// The matcher reports one index per distinct string, so a marker that
-	// is also some rule's literal shares that literal's pattern.
+	// Literals are distinct patterns, so a marker that is also some rule's
+	// literal shares that literal's pattern.
 	for bit, lit := range markerLiterals {
 		j, ok := litIdx[lit]
 		if !ok {
@@ -202,7 +200,7 @@ func buildIndex(rules []*Rule) *matchIndex {
 	for len(idx.markOf) < len(lits) {
 		idx.markOf = append(idx.markOf, 0)
 	}
-	idx.ac = ahocorasick.NewStringMatcher(lits)
+	idx.ac = newLiteralScanner(lits)
 	return idx
 }
 
@@ -289,7 +287,7 @@ func (e *Engine) Observe(ev *parsers.Event) []Finding {
 	}
 	// One Aho-Corasick pass finds the launch markers and the literals of
 	// every matcher.
-	hits := e.idx.ac.Match(unsafe.Slice(unsafe.StringData(text), len(text)))
+	hits := e.idx.ac.scan(text)
 	var marks uint8
 	for _, p := range hits {
 		marks |= e.idx.markOf[p]

@@ -1,0 +1,72 @@
+package rule
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The scanner reports exactly the literals that strings.Contains finds,
+// overlapping and nested ones included.
+func TestLiteralScannerMatchesContains(t *testing.T) {
+	rs, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := buildIndex(rs)
+	var lits []string
+	for _, refs := range idx.byLit {
+		_ = refs
+	}
+	// Rebuild the literal list in pattern order from the markers and refs.
+	seen := map[string]bool{}
+	for _, r := range rs {
+		for _, f := range r.facts {
+			for _, m := range f.matches {
+				for _, l := range m.literals {
+					if !seen[l] {
+						seen[l] = true
+						lits = append(lits, l)
+					}
+				}
+			}
+		}
+	}
+	lits = append(lits, "abc", "bc", "c", "abcd", "xx") // nested and overlapping
+	s := newLiteralScanner(lits)
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := "abcdx GPU/:.'{}=0123456789\n\xff"
+	for i := 0; i < 5000; i++ {
+		var b strings.Builder
+		for j := rng.IntN(200); j > 0; j-- {
+			if rng.IntN(10) == 0 {
+				b.WriteString(lits[rng.IntN(len(lits))])
+			} else {
+				b.WriteByte(alphabet[rng.IntN(len(alphabet))])
+			}
+		}
+		text := b.String()
+		got := slices.Clone(s.scan(text))
+		slices.Sort(got)
+		var want []int
+		for k, l := range lits {
+			if strings.Contains(text, l) {
+				want = append(want, k)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("scan(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func BenchmarkLiteralScanner(b *testing.B) {
+	rs, _ := LoadBuiltin()
+	idx := buildIndex(rs)
+	line := `(EngineCore pid=498) INFO 04-08 22:41:56 [ray_utils.py:325] Waiting for creating a placement group of specs for 10 seconds. specs=[{'GPU': 1.0}]`
+	b.SetBytes(int64(len(line)))
+	for i := 0; i < b.N; i++ {
+		idx.ac.scan(line)
+	}
+}
