@@ -284,7 +284,9 @@ func openCursor(f File, idx int, cluster string, warn func(error)) (*cursor, err
 	c.warn = func(err error) { warn(fmt.Errorf("%s: %w", f.Path, err)) }
 	c.reader = parsers.NewReader(r, parsers.ReaderOptions{EOFIsEnd: true, Warn: c.warn})
 	origin := parsers.Origin{Cluster: cluster, Node: f.Node, Container: f.Container, File: f.Path, FileID: id}
-	c.joiner = parsers.NewJoiner(origin, parsers.JoinOptions{}, func(r parsers.Record) {
+	// Offline, nothing is flushed for being idle (the whole file is there),
+	// so the joiner's clock need not be read for every line.
+	c.joiner = parsers.NewJoiner(origin, parsers.JoinOptions{Now: func() time.Time { return time.Time{} }}, func(r parsers.Record) {
 		heap.Push(&c.queue, queued{r.Offset, c.keep(r)})
 	})
 	return c, nil
