@@ -218,7 +218,7 @@ func (t *tracker) ack(m *mark) {
 	}
 	t.pending = t.pending[i:]
 	// Set under t.mu so that two acks racing cannot store offsets out of order.
-	if last != nil && !t.retired {
+	if last != nil && !t.retired && t.store != nil { // stdin has no store: nothing to resume
 		t.store.Set(t.key, Entry{Path: t.path, Gen: t.gen, Offset: last.offset, Line: last.line})
 	}
 	t.mu.Unlock()
