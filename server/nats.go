@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/faultline/faultline/shipper"
 	"github.com/faultline/faultline/wire"
 )
 
@@ -52,38 +51,6 @@ func startEmbedded(listen, storeDir string) (*natsserver.Server, error) {
 		return nil, fmt.Errorf("embedded nats: not ready after 10s on %s", listen)
 	}
 	return ns, nil
-}
-
-// natsAuth turns the shipper's connection options into nats.go options
-// (the shipper keeps its own conversion unexported).
-func natsAuth(o shipper.NATSOptions) ([]nats.Option, error) {
-	var opts []nats.Option
-	if o.User != "" || o.Password != "" {
-		opts = append(opts, nats.UserInfo(o.User, o.Password))
-	}
-	if o.Token != "" {
-		opts = append(opts, nats.Token(o.Token))
-	}
-	if o.Creds != "" {
-		opts = append(opts, nats.UserCredentials(o.Creds))
-	}
-	if o.NKey != "" {
-		opt, err := nats.NkeyOptionFromSeed(o.NKey)
-		if err != nil {
-			return nil, fmt.Errorf("nkey %s: %w", o.NKey, err)
-		}
-		opts = append(opts, opt)
-	}
-	if o.TLSCA != "" {
-		opts = append(opts, nats.RootCAs(o.TLSCA))
-	}
-	if o.TLSCert != "" || o.TLSKey != "" {
-		if o.TLSCert == "" || o.TLSKey == "" {
-			return nil, errors.New("--tls-cert and --tls-key go together")
-		}
-		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))
-	}
-	return opts, nil
 }
 
 // ensureStream creates FAULTLINE_LOGS with the shipper's settings unless it

@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config) error {
 		opts = append(opts, nats.InProcessServer(ns))
 		s.log.Info("embedded nats", "url", natsURL, "store", cfg.natsStoreDir())
 	} else {
-		auth, err := natsAuth(cfg.NATS)
+		auth, err := cfg.NATS.Options()
 		if err != nil {
 			return err
 		}

@@ -29,9 +29,10 @@ type NATSOptions struct {
 	TLSKey   string
 }
 
-// natsOptions turns o into nats.go options. Authentication errors (a missing
-// creds file) are reported here, before any connection attempt.
-func (o NATSOptions) natsOptions() ([]nats.Option, error) {
+// Options turns o into nats.go options (the analyzer uses them too, for an
+// external NATS). Authentication errors (a missing creds file) are reported
+// here, before any connection attempt.
+func (o NATSOptions) Options() ([]nats.Option, error) {
 	var opts []nats.Option
 	if o.User != "" || o.Password != "" {
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
@@ -116,7 +117,7 @@ func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po Publisher
 	if po.AckTimeout <= 0 {
 		po.AckTimeout = 5 * time.Second
 	}
-	auth, err := no.natsOptions()
+	auth, err := no.Options()
 	if err != nil {
 		return nil, err
 	}
