@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/faultline/faultline/shipper"
+
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +26,11 @@ const (
 
 // startEmbedded runs a nats-server with JetStream whose store lives under
 // the data dir. It does not install signal handlers: serve owns them.
-func startEmbedded(listen, storeDir string) (*natsserver.Server, error) {
+//
+// Credentials given for the analyzer's own connection (--user/--password or
+// --token) are also required by the embedded server, so shippers on other
+// nodes authenticate with the same flags.
+func startEmbedded(listen, storeDir string, auth shipper.NATSOptions) (*natsserver.Server, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("--nats-listen %q: %w", listen, err)
@@ -33,7 +39,7 @@ func startEmbedded(listen, storeDir string) (*natsserver.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--nats-listen %q: bad port", listen)
 	}
-	ns, err := natsserver.NewServer(&natsserver.Options{
+	opts := &natsserver.Options{
 		ServerName: "faultline-analyzer",
 		Host:       host,
 		Port:       port,
@@ -41,7 +47,14 @@ func startEmbedded(listen, storeDir string) (*natsserver.Server, error) {
 		StoreDir:   storeDir,
 		NoSigs:     true,
 		NoLog:      true,
-	})
+	}
+	switch {
+	case auth.User != "" || auth.Password != "":
+		opts.Username, opts.Password = auth.User, auth.Password
+	case auth.Token != "":
+		opts.Authorization = auth.Token
+	}
+	ns, err := natsserver.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}

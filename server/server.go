@@ -68,10 +68,18 @@ func Run(ctx context.Context, cfg Config) error {
 	natsURL := cfg.NATS.URL
 	var opts []nats.Option
 	if natsURL == "" {
-		ns, err := startEmbedded(cfg.NATSListen, cfg.natsStoreDir())
+		ns, err := startEmbedded(cfg.NATSListen, cfg.natsStoreDir(), cfg.NATS)
 		if err != nil {
 			return err
 		}
+		if !loopback(cfg.NATSListen) && cfg.NATS.User == "" && cfg.NATS.Token == "" {
+			s.log.Warn("embedded NATS listens beyond this host without authentication: anyone who reaches it can publish logs; set --token (shippers pass the same --token)", "listen", cfg.NATSListen)
+		}
+		auth, err := cfg.NATS.Options()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, auth...)
 		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 		natsURL = ns.ClientURL()
 		opts = append(opts, nats.InProcessServer(ns))
@@ -387,6 +395,19 @@ func (s *server) handler() http.Handler {
 		})
 	})
 	return mux
+}
+
+// loopback reports whether a listen address stays on this host.
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // authorized requires the --http-token bearer token when one is set.

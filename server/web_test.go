@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/faultline/faultline/shipper"
 )
 
 func get(t *testing.T, url, token string) (int, string) {
@@ -42,5 +46,23 @@ func TestServeMountsWebUI(t *testing.T) {
 	}
 	if code, body := get(t, base+"/api/findings", "s3cret"); code != http.StatusOK || strings.TrimSpace(body) != "[]" {
 		t.Errorf("GET /api/findings = %d %q", code, body)
+	}
+}
+
+// With --token, the embedded NATS server demands it: a shipper without the
+// token is refused, one with it gets in.
+func TestEmbeddedNATSToken(t *testing.T) {
+	srv := startServer(t, Config{NATS: shipper.NATSOptions{Token: "t0k3n"}})
+	if nc, err := nats.Connect(srv.addrs.NATS); err == nil {
+		nc.Close()
+		t.Fatal("connected without the token")
+	}
+	nc, err := nats.Connect(srv.addrs.NATS, nats.Token("t0k3n"))
+	if err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	nc.Close()
+	if !loopback("127.0.0.1:4222") || !loopback("localhost:1") || loopback("0.0.0.0:4222") || loopback("10.1.230.180:4222") {
+		t.Error("loopback() is wrong")
 	}
 }
