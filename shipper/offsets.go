@@ -95,6 +95,12 @@ func (s *Store) Set(key string, e Entry) {
 
 // Run writes the state whenever it changed until ctx is done, then writes it
 // a last time.
+//
+// Writes are at most every storeFlushEvery: each is a temp file, an fsync
+// and a rename (13% of the shipper's CPU when done on every ack). A crash
+// then re-sends at most that much acknowledged data, and since a resumed file
+// is cut into the same batches from the same offset, JetStream's Nats-Msg-Id
+// deduplication drops most of it.
 func (s *Store) Run(ctx context.Context) {
 	for {
 		select {
@@ -104,8 +110,16 @@ func (s *Store) Run(ctx context.Context) {
 		case <-s.writeCh:
 			s.Flush()
 		}
+		select {
+		case <-ctx.Done():
+			s.Flush()
+			return
+		case <-time.After(storeFlushEvery):
+		}
 	}
 }
+
+const storeFlushEvery = 50 * time.Millisecond
 
 // Flush writes the state now if it changed.
 func (s *Store) Flush() error {
