@@ -88,7 +88,7 @@ func (c *Config) Defaults() {
 		c.FlushTimeout = 50 * time.Millisecond
 	}
 	if c.BatchBytes == 0 {
-		c.BatchBytes = 256 << 10
+		c.BatchBytes = 768 << 10
 	}
 	if c.BatchWait == 0 {
 		c.BatchWait = 25 * time.Millisecond
