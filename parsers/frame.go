@@ -3,10 +3,10 @@ package parsers
 import (
 	"bytes"
 	"encoding/binary"
-	"math/bits"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"

@@ -17,7 +17,7 @@ func Parse(r Record) Event {
 // lineParse collects what the per-source parsers find in the header line of a
 // record. The parsers fill it in; parseRecord turns it into the event.
 type lineParse struct {
-	ev        Event // by value: a pointer to a local would make every event escape
+	ev        Event     // by value: a pointer to a local would make every event escape
 	msg       string    // message part of the header line
 	fullTime  time.Time // line time with a full date, zero if none
 	partial   partialTime
