@@ -170,16 +170,18 @@ func TestEncoderMatchesAppendRecord(t *testing.T) {
 	}
 }
 
-// FuzzAppendString: the word-at-a-time escaping writes what the byte-at-a-time
-// one did (appendStringRef, the encoder before it), and that decodes to s
-// with invalid UTF-8 replaced.
+// FuzzAppendString: the word-at-a-time escaping writes what encoding/json
+// writes (HTML-safe, \u2028/\u2029 escaped, invalid UTF-8 as \ufffd), except
+// that \b and \f keep the \u00XX spelling moby's json-file uses; and it
+// decodes back to s with invalid UTF-8 replaced.
 func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", "plain ascii text of some length", "<>&\"\\\x00\x1f\x7f\x80\b\f", "é漢字\U0001F600\u2028\u2029\xff", "12345678<12345678"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got := appendString(nil, s)
-		if want := appendStringRef(nil, s); string(got) != string(want) {
+		std, _ := json.Marshal(s)
+		if want := mobyEscapes(std); string(got) != want {
 			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
 		}
 		var back string
@@ -189,53 +191,26 @@ func FuzzAppendString(f *testing.F) {
 	})
 }
 
-// appendStringRef is the byte-at-a-time encoder appendString replaced.
-func appendStringRef(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if safeASCII[b] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
-			}
-			i++
-			start = i
+// mobyEscapes respells encoding/json's \b and \f as \u0008 and \u000c.
+func mobyEscapes(js []byte) string {
+	var b strings.Builder
+	for i := 0; i < len(js); i++ {
+		if js[i] != '\\' || i+1 == len(js) {
+			b.WriteByte(js[i])
 			continue
 		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
+		i++
+		switch js[i] {
+		case 'b':
+			b.WriteString(`\u0008`)
+		case 'f':
+			b.WriteString(`\u000c`)
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(js[i])
 		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return b.String()
 }
 
 func BenchmarkEncoder(b *testing.B) {
