@@ -69,7 +69,7 @@ func BenchmarkCursorLines(b *testing.B) {
 				c.body, c.count = c.body[:0], 0
 			}
 		}
-		c.finish0()
+		c.drain() // finish without the publish
 		records += c.count
 		cpu += cpuTime() - c0
 		fd.Close()
@@ -77,24 +77,6 @@ func BenchmarkCursorLines(b *testing.B) {
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(lines*b.N), "cpu-ns/line")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(records), "cpu-ns/record")
 	b.ReportMetric(float64(records)/float64(b.N), "records")
-}
-
-// finish0 is finish without the publish.
-func (c *cursor) finish0() {
-	if c.r < c.w && !c.long {
-		n := c.w - c.r
-		c.feed(c.buf[c.r:c.w], c.base, int64(n))
-		c.r = c.w
-		c.base += int64(n)
-	}
-	for {
-		l, ok := c.dec.Flush()
-		if !ok {
-			break
-		}
-		c.join.Add(l)
-	}
-	c.join.Flush()
 }
 
 func cpuTime() time.Duration {

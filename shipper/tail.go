@@ -428,6 +428,14 @@ func (c *cursor) idle(now time.Time) {
 // finish ends the file: the unterminated last line, partials and pending
 // records are emitted and the last batch is sent.
 func (c *cursor) finish() {
+	c.drain()
+	c.addMetrics()
+	c.closeBatch(true)
+}
+
+// drain frames the unterminated last line and emits every partial line and
+// pending record.
+func (c *cursor) drain() {
 	if c.r < c.w && !c.long {
 		n := c.w - c.r
 		c.feed(c.buf[c.r:c.w], c.base, int64(n))
@@ -442,8 +450,6 @@ func (c *cursor) finish() {
 		c.join.Add(l)
 	}
 	c.join.Flush()
-	c.addMetrics()
-	c.closeBatch(true)
 }
 
 // followResult says why follow returned.
