@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,29 +26,11 @@ import (
 
 const seedDir = "../testdata/logs/seed/failed"
 
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // running is a server started by startServer.
 type running struct {
 	addrs  Addrs
-	stdout *syncBuffer
-	log    *syncBuffer
+	stdout *testutil.Buffer
+	log    *testutil.Buffer
 	stop   func() error
 }
 
@@ -66,7 +47,7 @@ func startServer(t *testing.T, cfg Config) *running {
 	if cfg.HTTP == "" {
 		cfg.HTTP = "127.0.0.1:0"
 	}
-	r := &running{stdout: &syncBuffer{}, log: &syncBuffer{}}
+	r := &running{stdout: &testutil.Buffer{}, log: &testutil.Buffer{}}
 	cfg.Stdout = r.stdout
 	cfg.Log = slog.New(slog.NewTextHandler(io.MultiWriter(r.log, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ready := make(chan Addrs, 1)

@@ -19,11 +19,6 @@ import (
 
 // Stream defaults: the same as the shipper's (shipper.Config.Defaults), so
 // whichever side creates FAULTLINE_LOGS first, the stream is the same.
-const (
-	streamMaxAge     = 7 * 24 * time.Hour
-	streamDuplicates = 10 * time.Minute
-)
-
 // startEmbedded runs a nats-server with JetStream whose store lives under
 // the data dir. It does not install signal handlers: serve owns them.
 //
@@ -76,18 +71,7 @@ func ensureStream(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) (j
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("stream %s: %w", wire.StreamName, err)
 	}
-	st, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        wire.StreamName,
-		Description: "Faultline log records (NDJSON batches)",
-		Subjects:    []string{wire.StreamSubjects},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      streamMaxAge,
-		MaxBytes:    -1,
-		Duplicates:  streamDuplicates,
-		MaxMsgSize:  int32(nc.MaxPayload()),
-	})
+	st, err = js.CreateOrUpdateStream(ctx, shipper.StreamOptions{}.StreamConfig(nc.MaxPayload()))
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", wire.StreamName, err)
 	}

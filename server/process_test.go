@@ -36,7 +36,7 @@ func buildShipperBin(t *testing.T) string {
 func startShipperProc(t *testing.T, bin string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	stderr := &syncBuffer{}
+	stderr := &testutil.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -104,12 +104,12 @@ func publishRecords(t *testing.T, js jetstream.JetStream, recs []parsers.Record,
 
 type proc struct {
 	cmd    *exec.Cmd
-	stdout *syncBuffer
+	stdout *testutil.Buffer
 }
 
 func startAnalyzer(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
-	p := &proc{stdout: &syncBuffer{}}
+	p := &proc{stdout: &testutil.Buffer{}}
 	p.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
 	p.cmd.Stdout = p.stdout
 	p.cmd.Stderr = testWriter{t}

@@ -1,7 +1,6 @@
 package shipper_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/wire"
 )
@@ -54,31 +54,14 @@ func shipperBin(t testing.TB) string {
 // proc is a running shipper process.
 type proc struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testutil.Buffer
 	done   chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startShipper(t *testing.T, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(shipperBin(t), args...)
-	p := &proc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, stderr: &testutil.Buffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -71,6 +71,35 @@ type StreamOptions struct {
 	Duplicates time.Duration
 }
 
+// StreamConfig is the FAULTLINE_LOGS stream with these limits (zero fields
+// take the defaults: 7 days, no byte limit, a 10-minute duplicate window).
+// The shipper and the analyzer create the stream alike, whichever comes
+// first.
+func (so StreamOptions) StreamConfig(maxPayload int64) jetstream.StreamConfig {
+	cfg := jetstream.StreamConfig{
+		Name:        wire.StreamName,
+		Description: "Faultline log records (NDJSON batches)",
+		Subjects:    []string{wire.StreamSubjects},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      so.MaxAge,
+		MaxBytes:    so.MaxBytes,
+		Duplicates:  so.Duplicates,
+		MaxMsgSize:  int32(maxPayload),
+	}
+	if cfg.MaxAge == 0 {
+		cfg.MaxAge = 7 * 24 * time.Hour
+	}
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = -1
+	}
+	if cfg.Duplicates == 0 {
+		cfg.Duplicates = 10 * time.Minute
+	}
+	return cfg
+}
+
 // batch is one message: consecutive records of one file.
 type batch struct {
 	subject string
@@ -205,27 +234,13 @@ func (p *Publisher) tryEnsureStream(ctx context.Context, so StreamOptions) error
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return err
 	}
-	cfg := jetstream.StreamConfig{
-		Name:        wire.StreamName,
-		Description: "Faultline log records (NDJSON batches)",
-		Subjects:    []string{wire.StreamSubjects},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      so.MaxAge,
-		MaxBytes:    so.MaxBytes,
-		Duplicates:  so.Duplicates,
-		MaxMsgSize:  int32(p.nc.MaxPayload()),
-	}
-	if cfg.MaxBytes == 0 {
-		cfg.MaxBytes = -1
-	}
+	cfg := so.StreamConfig(p.nc.MaxPayload())
 	_, err = p.js.CreateStream(cctx, cfg)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		return nil // another shipper won the race
 	}
 	if err == nil {
-		p.log.Info("stream created", "stream", wire.StreamName, "max_age", so.MaxAge, "max_bytes", so.MaxBytes, "duplicates", so.Duplicates, "max_msg_size", cfg.MaxMsgSize)
+		p.log.Info("stream created", "stream", wire.StreamName, "max_age", cfg.MaxAge, "max_bytes", cfg.MaxBytes, "duplicates", cfg.Duplicates, "max_msg_size", cfg.MaxMsgSize)
 	}
 	return err
 }

@@ -72,12 +72,6 @@ func (c *Config) Defaults() {
 	if c.DockerRoot == "" {
 		c.DockerRoot = "/var/lib/docker"
 	}
-	if c.Stream.MaxAge == 0 {
-		c.Stream.MaxAge = 7 * 24 * time.Hour
-	}
-	if c.Stream.Duplicates == 0 {
-		c.Stream.Duplicates = 10 * time.Minute
-	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 16
 	}

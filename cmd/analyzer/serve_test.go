@@ -3,29 +3,11 @@ package main
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/faultline/faultline/internal/testutil"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // The README's first command: `analyzer serve --demo` replays the seed through
 // the embedded NATS and two in-process shippers, and the IP-mismatch finding
@@ -33,7 +15,7 @@ func (l *lockedBuffer) String() string {
 func TestServeDemo(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errs lockedBuffer
+	var out, errs testutil.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--demo", "--demo-logs", seed + "/failed", "--demo-pace", "1s",

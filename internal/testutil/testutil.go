@@ -5,6 +5,8 @@
 package testutil
 
 import (
+	"bytes"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,4 +70,22 @@ func RunJetStreamServerWith(t testing.TB, opts *server.Options) *server.Server {
 		s.WaitForShutdown()
 	})
 	return s
+}
+
+// Buffer is a bytes.Buffer that a logger or a process and a test can share.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
