@@ -668,11 +668,11 @@ func ncclWriterKey(s string) string {
 	}
 	// host:pid:tid: two trailing numeric fields.
 	c2 := strings.LastIndexByte(tok, ':')
-	if c2 <= 0 || !digitsOnly(tok[c2+1:]) {
+	if c2 <= 0 || !allDigits(tok[c2+1:]) {
 		return ""
 	}
 	c1 := strings.LastIndexByte(tok[:c2], ':')
-	if c1 <= 0 || !digitsOnly(tok[c1+1:c2]) {
+	if c1 <= 0 || !allDigits(tok[c1+1:c2]) {
 		return ""
 	}
 	if strings.ContainsAny(tok[:c1], " \t") {
@@ -697,19 +697,7 @@ func ncclReturnTrace(s string) bool {
 	if sp := strings.IndexByte(code, ' '); sp >= 0 {
 		code = code[:sp]
 	}
-	return digitsOnly(code)
-}
-
-func digitsOnly(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return allDigits(code)
 }
 
 // vllmLogHeader returns the "LEVEL MM-DD HH:MM:SS [file:line] " header of a
@@ -734,7 +722,7 @@ func vllmLogHeader(s string) string {
 	}
 	t := s[n : n+15]
 	if t[2] != '-' || t[5] != ' ' || t[8] != ':' || t[11] != ':' || t[14] != ' ' ||
-		!digitsOnly(t[0:2]) || !digitsOnly(t[3:5]) || !digitsOnly(t[6:8]) {
+		!allDigits(t[0:2]) || !allDigits(t[3:5]) || !allDigits(t[6:8]) {
 		return ""
 	}
 	rest := s[n+15:]
@@ -748,7 +736,7 @@ func vllmLogHeader(s string) string {
 		}
 	}
 	loc := rest[:end]
-	if c := strings.LastIndexByte(loc, ':'); c < 0 || !digitsOnly(loc[c+1:]) {
+	if c := strings.LastIndexByte(loc, ':'); c < 0 || !allDigits(loc[c+1:]) {
 		return ""
 	}
 	return s[:n+15+end+1]
@@ -777,7 +765,7 @@ func startsEntry(s string) bool {
 		}
 		return false
 	case c >= '0' && c <= '9':
-		return len(s) > 10 && digitsOnly(s[:4]) && s[4] == '-' && s[7] == '-' // Ray Python: 2024-04-01 10:49:31,995
+		return len(s) > 10 && allDigits(s[:4]) && s[4] == '-' && s[7] == '-' // Ray Python: 2024-04-01 10:49:31,995
 	case c == 'T':
 		return tracebackStarts(s)
 	}
