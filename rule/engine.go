@@ -159,6 +159,18 @@ func buildIndex(rules []*Rule) *matchIndex {
 	idx := &matchIndex{order: make(map[*Rule]int, len(rules)), dirty: make([]uint64, len(rules))}
 	litIdx := map[string]int{}
 	var lits []string
+	// intern gives each distinct literal one pattern index.
+	intern := func(lit string) int {
+		j, ok := litIdx[lit]
+		if !ok {
+			j = len(lits)
+			litIdx[lit] = j
+			lits = append(lits, lit)
+			idx.byLit = append(idx.byLit, nil)
+			idx.markOf = append(idx.markOf, 0)
+		}
+		return j
+	}
 	for i, r := range rules {
 		idx.order[r] = i
 		for _, name := range r.factNames {
@@ -170,13 +182,7 @@ func buildIndex(rules []*Rule) *matchIndex {
 					continue
 				}
 				for _, lit := range m.literals {
-					j, ok := litIdx[lit]
-					if !ok {
-						j = len(lits)
-						litIdx[lit] = j
-						lits = append(lits, lit)
-						idx.byLit = append(idx.byLit, nil)
-					}
+					j := intern(lit)
 					idx.byLit[j] = append(idx.byLit[j], ref)
 				}
 			}
@@ -185,20 +191,8 @@ func buildIndex(rules []*Rule) *matchIndex {
 	// Literals are distinct patterns, so a marker that is also some rule's
 	// literal shares that literal's pattern.
 	for bit, lit := range markerLiterals {
-		j, ok := litIdx[lit]
-		if !ok {
-			j = len(lits)
-			litIdx[lit] = j
-			lits = append(lits, lit)
-			idx.byLit = append(idx.byLit, nil)
-		}
-		for len(idx.markOf) <= j {
-			idx.markOf = append(idx.markOf, 0)
-		}
+		j := intern(lit)
 		idx.markOf[j] |= 1 << bit
-	}
-	for len(idx.markOf) < len(lits) {
-		idx.markOf = append(idx.markOf, 0)
 	}
 	idx.ac = newLiteralScanner(lits)
 	return idx

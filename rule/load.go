@@ -188,6 +188,29 @@ func parentPath(p string) string {
 	return p[:i]
 }
 
+// Load returns the rules a command runs: the built-in pack (unless only)
+// with the rules of dirs added, a rule of the same id replacing the built-in.
+func Load(dirs []string, only bool) ([]*Rule, error) {
+	var rules []*Rule
+	if !only {
+		b, err := LoadBuiltin()
+		if err != nil {
+			return nil, fmt.Errorf("built-in rules: %w", err)
+		}
+		rules = b
+	} else if len(dirs) == 0 {
+		return nil, errors.New("--rules-only needs at least one --rules DIR")
+	}
+	for _, d := range dirs {
+		extra, err := LoadDir(d)
+		if err != nil {
+			return nil, err
+		}
+		rules = Merge(rules, extra)
+	}
+	return rules, nil
+}
+
 // Merge returns base with extra added; a rule in extra with the id of a base
 // rule replaces it.
 func Merge(base, extra []*Rule) []*Rule {

@@ -42,7 +42,7 @@ func (s *server) watchRules(ctx context.Context) {
 }
 
 func (s *server) reload() {
-	rules, err := loadRules(s.cfg.RuleDirs, s.cfg.RulesOnly)
+	rules, err := rule.Load(s.cfg.RuleDirs, s.cfg.RulesOnly)
 	if err != nil {
 		var le *rule.LoadError
 		if errors.As(err, &le) {

@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	rules, err := loadRules(cfg.RuleDirs, cfg.RulesOnly)
+	rules, err := rule.Load(cfg.RuleDirs, cfg.RulesOnly)
 	if err != nil {
 		return err
 	}
@@ -419,28 +419,6 @@ func (s *server) authorized(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
-}
-
-// loadRules is the built-in pack merged with the rule directories.
-func loadRules(dirs []string, only bool) ([]*rule.Rule, error) {
-	var rules []*rule.Rule
-	if !only {
-		b, err := rule.LoadBuiltin()
-		if err != nil {
-			return nil, fmt.Errorf("built-in rules: %w", err)
-		}
-		rules = b
-	} else if len(dirs) == 0 {
-		return nil, errors.New("--rules-only needs at least one --rules DIR")
-	}
-	for _, d := range dirs {
-		extra, err := rule.LoadDir(d)
-		if err != nil {
-			return nil, err
-		}
-		rules = rule.Merge(rules, extra)
-	}
-	return rules, nil
 }
 
 // seenSet remembers the last n record IDs, so a redelivered record is not

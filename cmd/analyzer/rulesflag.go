@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/pflag"
 
 	"github.com/faultline/faultline/rule"
@@ -21,22 +19,9 @@ func (r *ruleFlags) register(fs *pflag.FlagSet) {
 
 // load returns the built-in pack merged with the --rules directories.
 func (r *ruleFlags) load() ([]*rule.Rule, error) {
-	var rules []*rule.Rule
-	if !r.only {
-		b, err := rule.LoadBuiltin()
-		if err != nil {
-			return nil, fmt.Errorf("built-in rules: %w", err)
-		}
-		rules = b
-	} else if len(r.dirs) == 0 {
-		return nil, usageError("--rules-only needs at least one --rules DIR")
-	}
-	for _, d := range r.dirs {
-		extra, err := rule.LoadDir(d)
-		if err != nil {
-			return nil, usageError("%v", err)
-		}
-		rules = rule.Merge(rules, extra)
+	rules, err := rule.Load(r.dirs, r.only)
+	if err != nil {
+		return nil, usageError("%v", err)
 	}
 	return rules, nil
 }
