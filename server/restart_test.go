@@ -93,11 +93,20 @@ func publishRecords(t *testing.T, js jetstream.JetStream, recs []parsers.Record,
 		msg := &nats.Msg{Subject: wire.LogsSubject(b[0].Cluster, b[0].Node), Data: body, Header: nats.Header{}}
 		msg.Header.Set(wire.HeaderMsgID, wire.MsgID(b[0].ID, len(b)))
 		msg.Header.Set(wire.HeaderCount, strconv.Itoa(len(b)))
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		_, err := js.PublishMsg(ctx, msg, jetstream.WithRetryAttempts(100), jetstream.WithRetryWait(100*time.Millisecond))
-		cancel()
-		if err != nil {
-			t.Fatalf("publish: %v", err)
+		// At least once, as the shipper does: a publish in flight when the
+		// server died gets no ack, so it is sent again under the same
+		// Nats-Msg-Id and the stream's duplicate window drops a second copy.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := js.PublishMsg(ctx, msg, jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("publish: %v", err)
+			}
 		}
 	}
 }
