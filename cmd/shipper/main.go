@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -36,6 +37,13 @@ func main() {
 			pprof.StartCPUProfile(f)
 			defer pprof.StopCPUProfile()
 		}
+	}
+	// The live heap is the in-flight window (16 batches of 768 KiB) plus
+	// buffers; without a soft limit the collector lets the heap double past
+	// it and the agent's RSS reaches ~65 MB at full speed. 32 MiB keeps it
+	// near 45 MB for ~5% more CPU. GOMEMLIMIT, when set, wins.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(32 << 20)
 	}
 	if err := run(ctx, os.Args[1:], os.Stdin, os.Stderr); err != nil {
 		pprof.StopCPUProfile()
