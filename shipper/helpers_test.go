@@ -119,7 +119,13 @@ func (c *contents) dups() int {
 
 func readStream(t testing.TB, url string) *contents {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	return readStreamWith(t, url)
+}
+
+// readStreamWith is readStream with connection options (TLS, nkey, creds).
+func readStreamWith(t testing.TB, url string, opts ...nats.Option) *contents {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,4 +215,30 @@ func missing(c *contents, prefix string, n int) []string {
 		}
 	}
 	return out
+}
+
+// configError runs the shipper with args and wants it to exit at once with
+// a message containing want (port 1: nothing listens, so the error must come
+// before any connection attempt).
+func configError(t *testing.T, want string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(shipperBin(t), append(shipperArgs("nats://127.0.0.1:1", "spark-1", filepath.Join(t.TempDir(), "state"), "-"), args...)...)
+	cmd.Stdin = strings.NewReader("")
+	cmd.WaitDelay = 5 * time.Second
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill() // it is retrying instead of failing
+		}
+	}()
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("shipper %v succeeded:\n%s", args, out)
+	}
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("shipper %v: %v, want a message containing %q:\n%s", args, err, want, out)
+	}
 }

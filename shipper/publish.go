@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -41,6 +43,11 @@ func (o NATSOptions) Options() ([]nats.Option, error) {
 		opts = append(opts, nats.Token(o.Token))
 	}
 	if o.Creds != "" {
+		// nats.go reads the file at each connection attempt and, the
+		// server being unreachable or the file broken, retries forever.
+		if err := checkCreds(o.Creds); err != nil {
+			return nil, fmt.Errorf("creds %s: %w", o.Creds, err)
+		}
 		opts = append(opts, nats.UserCredentials(o.Creds))
 	}
 	if o.NKey != "" {
@@ -60,6 +67,25 @@ func (o NATSOptions) Options() ([]nats.Option, error) {
 		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))
 	}
 	return opts, nil
+}
+
+// checkCreds makes sure file holds a user JWT and a user nkey seed.
+func checkCreds(file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	tok, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return err
+	}
+	if _, err := jwt.DecodeUserClaims(tok); err != nil {
+		return fmt.Errorf("no user JWT: %w", err)
+	}
+	if _, err := jwt.ParseDecoratedUserNKey(b); err != nil {
+		return fmt.Errorf("no user nkey seed: %w", err)
+	}
+	return nil
 }
 
 // StreamOptions are the limits of the FAULTLINE_LOGS stream when the shipper
@@ -127,6 +153,7 @@ type Publisher struct {
 
 	mu      sync.Mutex
 	failing error // current publish failure, logged once per change
+	dialErr error // last failed connection attempt, for notConnected
 }
 
 // PublisherOptions tune the publisher.
@@ -170,6 +197,13 @@ func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po Publisher
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			m.reconnects.Inc()
 			log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
+		}),
+		// Failed attempts are not logged one by one (every second while
+		// the server is down); notConnected reports the last one.
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			p.mu.Lock()
+			p.dialErr = err
+			p.mu.Unlock()
 		}),
 		nats.ClosedHandler(func(*nats.Conn) { log.Debug("nats connection closed") }),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { log.Warn("nats error", "err", err) }),
@@ -223,7 +257,7 @@ func (p *Publisher) ensureStream(ctx context.Context, so StreamOptions) error {
 
 func (p *Publisher) tryEnsureStream(ctx context.Context, so StreamOptions) error {
 	if !p.nc.IsConnected() {
-		return nats.ErrConnectionClosed
+		return p.notConnected()
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -243,6 +277,23 @@ func (p *Publisher) tryEnsureStream(ctx context.Context, so StreamOptions) error
 		p.log.Info("stream created", "stream", wire.StreamName, "max_age", cfg.MaxAge, "max_bytes", cfg.MaxBytes, "duplicates", cfg.Duplicates, "max_msg_size", cfg.MaxMsgSize)
 	}
 	return err
+}
+
+// notConnected says why the connection is not up: a TLS or authentication
+// failure after the TCP connection (nats.go keeps it as the connection's last
+// error), else the last failed dial. "nats: connection closed" alone would
+// leave the operator guessing at a bad certificate.
+func (p *Publisher) notConnected() error {
+	if err := p.nc.LastError(); err != nil {
+		return fmt.Errorf("not connected: %w", err)
+	}
+	p.mu.Lock()
+	err := p.dialErr
+	p.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("not connected: %w", err)
+	}
+	return errors.New("not connected yet")
 }
 
 // MaxPayload is the server's limit on a message, read from the connection.
