@@ -28,6 +28,11 @@ import (
 // every Docker rotation); it reads a whole line into one string however long
 // (a 50 MB line is 50 MB of heap). The cursor below is a plain polling
 // follower that frames lines from the raw bytes itself, with a bounded buffer.
+// bench/tailprobe measures both libraries on Docker-style rotation: each
+// loses lines in poll mode (25-30%), and in inotify mode nxadm/tail tears
+// half-written lines in two and hpcloud/tail sometimes stops after a rotation;
+// delivering lines alone costs them 1.0-1.5 CPU-s per million lines, about
+// what this whole shipper spends per million lines.
 
 const (
 	readBufSize = 64 << 10
