@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
@@ -54,34 +55,80 @@ func main() {
 
 // fileConfig is the --config YAML: the same keys as the flags.
 type fileConfig struct {
-	Path             []string      `yaml:"path"`
-	Container        []string      `yaml:"container"`
-	ExcludeContainer []string      `yaml:"exclude-container"`
-	ContainerPath    []string      `yaml:"container-path"`
-	DockerRoot       string        `yaml:"docker-root"`
-	Cluster          string        `yaml:"cluster"`
-	Node             string        `yaml:"node"`
-	NATS             string        `yaml:"nats"`
-	User             string        `yaml:"user"`
-	Password         string        `yaml:"password"`
-	Token            string        `yaml:"token"`
-	Creds            string        `yaml:"creds"`
-	NKey             string        `yaml:"nkey"`
-	TLSCA            string        `yaml:"tls-ca"`
-	TLSCert          string        `yaml:"tls-cert"`
-	TLSKey           string        `yaml:"tls-key"`
-	StateDir         string        `yaml:"state-dir"`
-	FlushTimeout     time.Duration `yaml:"flush-timeout"`
-	BatchBytes       int           `yaml:"batch-bytes"`
-	BatchWait        time.Duration `yaml:"batch-wait"`
-	MaxInFlight      int           `yaml:"max-in-flight"`
-	MetricsAddr      string        `yaml:"metrics-addr"`
-	LogLevel         string        `yaml:"log-level"`
-	MaxAge           time.Duration `yaml:"stream-max-age"`
-	MaxBytes         int64         `yaml:"stream-max-bytes"`
+	Path             []string `yaml:"path"`
+	Container        []string `yaml:"container"`
+	ExcludeContainer []string `yaml:"exclude-container"`
+	ContainerPath    []string `yaml:"container-path"`
+	DockerRoot       string   `yaml:"docker-root"`
+	Cluster          string   `yaml:"cluster"`
+	Node             string   `yaml:"node"`
+	NATS             string   `yaml:"nats"`
+	User             string   `yaml:"user"`
+	Password         string   `yaml:"password"`
+	Token            string   `yaml:"token"`
+	Creds            string   `yaml:"creds"`
+	NKey             string   `yaml:"nkey"`
+	TLSCA            string   `yaml:"tls-ca"`
+	TLSCert          string   `yaml:"tls-cert"`
+	TLSKey           string   `yaml:"tls-key"`
+	StateDir         string   `yaml:"state-dir"`
+	FlushTimeout     duration `yaml:"flush-timeout"`
+	BatchBytes       int      `yaml:"batch-bytes"`
+	BatchWait        duration `yaml:"batch-wait"`
+	MaxInFlight      int      `yaml:"max-in-flight"`
+	MetricsAddr      string   `yaml:"metrics-addr"`
+	LogLevel         string   `yaml:"log-level"`
+	MaxAge           duration `yaml:"stream-max-age"`
+	MaxBytes         int64    `yaml:"stream-max-bytes"`
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) error {
+	fc, rest, err := parseArgs(args, stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(fc.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg := shipper.Config{
+		Paths: fc.Path, Containers: fc.Container, ExcludeContainers: fc.ExcludeContainer, ContainerPaths: fc.ContainerPath, DockerRoot: fc.DockerRoot,
+		Cluster: fc.Cluster, Node: fc.Node,
+		NATS: shipper.NATSOptions{URL: fc.NATS, User: fc.User, Password: fc.Password, Token: fc.Token, Creds: fc.Creds,
+			NKey: fc.NKey, TLSCA: fc.TLSCA, TLSCert: fc.TLSCert, TLSKey: fc.TLSKey},
+		Stream:   shipper.StreamOptions{MaxAge: time.Duration(fc.MaxAge), MaxBytes: fc.MaxBytes},
+		StateDir: fc.StateDir, FlushTimeout: time.Duration(fc.FlushTimeout), BatchBytes: fc.BatchBytes, BatchWait: time.Duration(fc.BatchWait),
+		MaxInFlight: fc.MaxInFlight, Log: log, Metrics: shipper.NewMetrics(),
+	}
+	for _, a := range rest {
+		if a != "-" {
+			return fmt.Errorf("unexpected argument %q (use --path)", a)
+		}
+		cfg.Stdin = stdin
+	}
+	if fc.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", fc.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		log.Info("metrics", "addr", ln.Addr().String())
+	}
+	return shipper.Run(ctx, cfg)
+}
+
+// parseArgs parses the flags and merges the --config file under them. It
+// returns the positional arguments; pflag.ErrHelp once --help printed the
+// usage.
+func parseArgs(args []string, stderr io.Writer) (fileConfig, []string, error) {
 	fs := pflag.NewFlagSet("shipper", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var fc fileConfig
@@ -104,62 +151,28 @@ func run(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) 
 	fs.StringVar(&fc.TLSCert, "tls-cert", "", "client certificate file")
 	fs.StringVar(&fc.TLSKey, "tls-key", "", "client key file")
 	fs.StringVar(&fc.StateDir, "state-dir", "./shipper-state", "where acknowledged offsets are kept")
-	fs.DurationVar(&fc.FlushTimeout, "flush-timeout", 50*time.Millisecond, "emit a pending multi-line record after this long without a new line")
+	fc.FlushTimeout, fc.BatchWait, fc.MaxAge = duration(50*time.Millisecond), duration(25*time.Millisecond), duration(7*24*time.Hour)
+	fs.Var(&fc.FlushTimeout, "flush-timeout", "emit a pending multi-line record after this long without a new line")
 	fs.IntVar(&fc.BatchBytes, "batch-bytes", 768<<10, "close a batch at this size (capped below the server's max payload)")
-	fs.DurationVar(&fc.BatchWait, "batch-wait", 25*time.Millisecond, "close a batch after this long")
+	fs.Var(&fc.BatchWait, "batch-wait", "close a batch after this long")
 	fs.IntVar(&fc.MaxInFlight, "max-in-flight", 16, "batches awaiting a PubAck before reading stops")
 	fs.StringVar(&fc.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics here, e.g. 127.0.0.1:9110 (default off)")
 	fs.StringVar(&fc.LogLevel, "log-level", "info", "debug, info, warn or error")
-	fs.DurationVar(&fc.MaxAge, "stream-max-age", 7*24*time.Hour, "max age of the stream if the shipper creates it")
+	fs.Var(&fc.MaxAge, "stream-max-age", "max age of the stream if the shipper creates it")
 	fs.Int64Var(&fc.MaxBytes, "stream-max-bytes", 10<<30, "max bytes of the stream if the shipper creates it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: shipper [flags] [-]\n\nTails logs and publishes them to NATS JetStream; '-' reads stdin.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return err
+		return fc, nil, err
 	}
 	if *configFile != "" {
 		if err := mergeConfig(*configFile, fs, &fc); err != nil {
-			return err
+			return fc, nil, err
 		}
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(fc.LogLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg := shipper.Config{
-		Paths: fc.Path, Containers: fc.Container, ExcludeContainers: fc.ExcludeContainer, ContainerPaths: fc.ContainerPath, DockerRoot: fc.DockerRoot,
-		Cluster: fc.Cluster, Node: fc.Node,
-		NATS: shipper.NATSOptions{URL: fc.NATS, User: fc.User, Password: fc.Password, Token: fc.Token, Creds: fc.Creds,
-			NKey: fc.NKey, TLSCA: fc.TLSCA, TLSCert: fc.TLSCert, TLSKey: fc.TLSKey},
-		Stream:   shipper.StreamOptions{MaxAge: fc.MaxAge, MaxBytes: fc.MaxBytes},
-		StateDir: fc.StateDir, FlushTimeout: fc.FlushTimeout, BatchBytes: fc.BatchBytes, BatchWait: fc.BatchWait,
-		MaxInFlight: fc.MaxInFlight, Log: log, Metrics: shipper.NewMetrics(),
-	}
-	for _, a := range fs.Args() {
-		if a != "-" {
-			return fmt.Errorf("unexpected argument %q (use --path)", a)
-		}
-		cfg.Stdin = stdin
-	}
-	if fc.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", fc.MetricsAddr)
-		if err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
-		defer srv.Close()
-		log.Info("metrics", "addr", ln.Addr().String())
-	}
-	return shipper.Run(ctx, cfg)
+	return fc, fs.Args(), nil
 }
 
 // mergeConfig reads the YAML file into fc for every key whose flag was not
@@ -171,6 +184,13 @@ func mergeConfig(file string, fs *pflag.FlagSet, fc *fileConfig) error {
 	}
 	var y fileConfig
 	if err := yaml.UnmarshalWithOptions(b, &y, yaml.Strict()); err != nil {
+		// file:line:column: message, like a compiler, rather than the
+		// library's "[line:column] message" and source excerpt.
+		var ye yaml.Error
+		if errors.As(err, &ye) && ye.GetToken() != nil {
+			pos := ye.GetToken().Position
+			return fmt.Errorf("--config %s:%d:%d: %s", file, pos.Line, pos.Column, ye.GetMessage())
+		}
 		return fmt.Errorf("--config %s: %w", file, err)
 	}
 	set := func(name string, apply func()) {
@@ -192,7 +212,7 @@ func mergeConfig(file string, fs *pflag.FlagSet, fc *fileConfig) error {
 			set(name, func() { *p[0] = *p[1] })
 		}
 	}
-	dur := map[string][2]*time.Duration{"flush-timeout": {&fc.FlushTimeout, &y.FlushTimeout}, "batch-wait": {&fc.BatchWait, &y.BatchWait},
+	dur := map[string][2]*duration{"flush-timeout": {&fc.FlushTimeout, &y.FlushTimeout}, "batch-wait": {&fc.BatchWait, &y.BatchWait},
 		"stream-max-age": {&fc.MaxAge, &y.MaxAge}}
 	for name, p := range dur {
 		if *p[1] != 0 {
@@ -209,4 +229,35 @@ func mergeConfig(file string, fs *pflag.FlagSet, fc *fileConfig) error {
 		set("stream-max-bytes", func() { fc.MaxBytes = y.MaxBytes })
 	}
 	return nil
+}
+
+// duration is a time.Duration flag and --config value. In the file it must
+// be a string such as 25ms or 168h; a bad one is reported with its line
+// (the YAML library reports time.ParseDuration's error without one).
+type duration time.Duration
+
+func (d *duration) String() string { return time.Duration(*d).String() }
+func (d *duration) Type() string   { return "duration" }
+
+func (d *duration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = duration(v)
+	return nil
+}
+
+// UnmarshalYAML implements yaml.NodeUnmarshaler.
+func (d *duration) UnmarshalYAML(n ast.Node) error {
+	switch n := n.(type) {
+	case *ast.NullNode:
+		return nil // "key:" with no value: not set
+	case *ast.StringNode:
+		if err := d.Set(n.Value); err != nil {
+			return &yaml.SyntaxError{Message: err.Error(), Token: n.GetToken()}
+		}
+		return nil
+	}
+	return &yaml.SyntaxError{Message: fmt.Sprintf("%s is not a duration (write e.g. 25ms, 5s or 168h)", n.GetToken().Value), Token: n.GetToken()}
 }

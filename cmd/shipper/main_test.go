@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "shipper.yaml")
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// --config sets every key it names; a flag given on the command line wins
+// over the file, even when it repeats the flag's default; keys in neither
+// keep their defaults.
+func TestConfigFileMerge(t *testing.T) {
+	file := writeConfig(t, `# shipper of spark-1
+path:
+  - /var/log/ray/*.log
+  - /var/log/vllm.log
+container: ["node-*"]
+node: spark-1
+cluster: dgx
+nats: nats://head:4222,nats://head2:4222
+state-dir: /var/lib/faultline-shipper
+batch-wait: 40ms
+flush-timeout: 2s
+batch-bytes: 1048576
+max-in-flight: 4
+stream-max-age: 72h
+stream-max-bytes: 1073741824
+user: ship
+password: s3cret
+tls-ca: /etc/faultline/ca.pem
+log-level: debug
+`)
+	fromFile := fileConfig{
+		Path: []string{"/var/log/ray/*.log", "/var/log/vllm.log"}, Container: []string{"node-*"},
+		DockerRoot: "/var/lib/docker", Cluster: "dgx", Node: "spark-1", NATS: "nats://head:4222,nats://head2:4222",
+		User: "ship", Password: "s3cret", TLSCA: "/etc/faultline/ca.pem", StateDir: "/var/lib/faultline-shipper",
+		FlushTimeout: duration(2 * time.Second), BatchBytes: 1 << 20, BatchWait: duration(40 * time.Millisecond),
+		MaxInFlight: 4, LogLevel: "debug", MaxAge: duration(72 * time.Hour), MaxBytes: 1 << 30,
+	}
+	tests := []struct {
+		name string
+		args []string
+		want func(*fileConfig)
+	}{
+		{"file-only", []string{"--config", file}, func(*fileConfig) {}},
+		{"flags-win", []string{"--config", file, "--node", "spark-9", "--batch-wait", "5ms", "--nats", "nats://other:4222", "--max-in-flight", "32"},
+			func(c *fileConfig) {
+				c.Node, c.BatchWait, c.NATS, c.MaxInFlight = "spark-9", duration(5*time.Millisecond), "nats://other:4222", 32
+			}},
+		// --cluster default is given, so it is not the file's dgx.
+		{"flag-equal-to-default-wins", []string{"--config", file, "--cluster", "default", "--log-level=info"},
+			func(c *fileConfig) { c.Cluster, c.LogLevel = "default", "info" }},
+		// A list flag replaces the file's list, it does not add to it.
+		{"list-flag-replaces", []string{"--config", file, "--path", "/tmp/a.log", "--container", "x", "--container", "y"},
+			func(c *fileConfig) { c.Path, c.Container = []string{"/tmp/a.log"}, []string{"x", "y"} }},
+		{"flag-before-config", []string{"--state-dir", "/tmp/state", "--config", file, "--stream-max-age", "1h"},
+			func(c *fileConfig) { c.StateDir, c.MaxAge = "/tmp/state", duration(time.Hour) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, rest, err := parseArgs(append(tt.args, "-"), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fromFile
+			tt.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("parseArgs(%q):\n got %+v\nwant %+v", tt.args, got, want)
+			}
+			if !reflect.DeepEqual(rest, []string{"-"}) {
+				t.Errorf("positional arguments %q, want [-]", rest)
+			}
+		})
+	}
+}
+
+// Without --config, and with an empty file, every key has its default.
+func TestConfigDefaults(t *testing.T) {
+	none, _, err := parseArgs(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none.Cluster != "default" || none.NATS != "nats://127.0.0.1:4222" || none.StateDir != "./shipper-state" ||
+		time.Duration(none.BatchWait) != 25*time.Millisecond || time.Duration(none.FlushTimeout) != 50*time.Millisecond ||
+		time.Duration(none.MaxAge) != 7*24*time.Hour || none.BatchBytes != 768<<10 || none.MaxInFlight != 16 || none.LogLevel != "info" {
+		t.Errorf("defaults: %+v", none)
+	}
+	for _, content := range []string{"", "# nothing yet\n", "batch-wait:\n"} {
+		empty, _, err := parseArgs([]string{"--config", writeConfig(t, content)}, io.Discard)
+		if err != nil {
+			t.Fatalf("config %q: %v", content, err)
+		}
+		if !reflect.DeepEqual(empty, none) {
+			t.Errorf("config %q:\n got %+v\nwant %+v", content, empty, none)
+		}
+	}
+}
+
+// A file the shipper cannot use stops it before it starts, with an error
+// naming the file and, where there is one, the line and column.
+func TestConfigFileErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    string // regexp; FILE stands for the file
+	}{
+		{"unknown-key", "node: spark-1\nnodes: spark-2\n", `^--config FILE:2:1: unknown field "nodes"$`},
+		{"flag-name-typo", "node: spark-1\nbatch_wait: 20ms\n", `^--config FILE:2:1: unknown field "batch_wait"$`},
+		{"malformed", "node: spark-1\npath: [a.log\n", `^--config FILE:2:7: sequence end token ']' not found$`},
+		{"tab-indent", "node: spark-1\n\tcluster: dgx\n", `^--config FILE:2:1: found character .* that cannot start any token$`},
+		{"not-a-mapping", "- node\n- spark-1\n", `^--config FILE:1:1: sequence was used where mapping is expected$`},
+		{"duplicate-key", "node: a\nnode: b\n", `^--config FILE:2:1: mapping key "node" already defined`},
+		{"bad-duration", "node: a\nbatch-wait: forever\n", `^--config FILE:2:13: time: invalid duration "forever"$`},
+		{"duration-without-unit", "batch-wait: 25\n", `^--config FILE:1:13: 25 is not a duration`},
+		{"string-for-number", "batch-bytes: lots\n", `^--config FILE:1:14: cannot unmarshal string into .*int`},
+		{"string-for-list", "path: /var/log/a.log\n", `^--config FILE:1:7: string was used where sequence is expected$`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeConfig(t, tt.content)
+			_, _, err := parseArgs([]string{"--config", file, "-"}, io.Discard)
+			if err == nil {
+				t.Fatalf("config %q accepted", tt.content)
+			}
+			re := regexp.MustCompile(strings.ReplaceAll(tt.want, "FILE", regexp.QuoteMeta(file)))
+			if !re.MatchString(err.Error()) {
+				t.Errorf("config %q:\n got %q\nwant %q", tt.content, err, re)
+			}
+		})
+	}
+	t.Run("missing-file", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "missing.yaml")
+		_, _, err := parseArgs([]string{"--config", file}, io.Discard)
+		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "--config") || !strings.Contains(err.Error(), file) {
+			t.Errorf("missing config file: %v", err)
+		}
+	})
+	// run, as main calls it, returns the error before connecting anywhere.
+	t.Run("run", func(t *testing.T) {
+		file := writeConfig(t, "nats: nats://127.0.0.1:1\nbogus: 1\n")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := run(ctx, []string{"--config", file, "-"}, strings.NewReader(""), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), file+":2:1") {
+			t.Errorf("run: %v", err)
+		}
+	})
+}
+
+// Bad flag values are refused by the flag parser, durations included.
+func TestFlagErrors(t *testing.T) {
+	for _, args := range [][]string{{"--batch-wait", "soon"}, {"--batch-wait", "25"}, {"--max-in-flight", "many"}, {"--nope"}} {
+		if _, _, err := parseArgs(args, io.Discard); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+	if _, _, err := parseArgs([]string{"--help"}, io.Discard); !errors.Is(err, pflag.ErrHelp) {
+		t.Errorf("--help: %v", err)
+	}
+}
