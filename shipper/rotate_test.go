@@ -1,7 +1,9 @@
 package shipper_test
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/internal/testutil"
+	"github.com/faultline/faultline/shipper"
 )
 
 // Rename rotation (Docker's -json.log -> .1, logrotate's create mode) and
@@ -93,5 +96,73 @@ func TestRotationWhileWriting(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Docker rotates twice between two looks of the shipper at the path (a busy
+// container with a small max-size): path → .1 → .2, and the file in between
+// was created, written and rotated unseen. It is found at .1 and read whole.
+func TestDoubleRotationBetweenPolls(t *testing.T) {
+	s := testutil.RunJetStreamServer(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "c-json.log")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- shipper.Run(ctx, shipper.Config{
+			Paths: []string{log}, Cluster: "c", Node: "spark-1",
+			NATS: shipper.NATSOptions{URL: s.ClientURL()}, StateDir: t.TempDir(),
+			// A slow look at the path, so that both rotations fall between two.
+			PollInterval: 400 * time.Millisecond, RotateWait: 50 * time.Millisecond,
+			FlushTimeout: 10 * time.Millisecond, BatchWait: 5 * time.Millisecond,
+			Log: slog.New(slog.DiscardHandler), Metrics: shipper.NewMetrics(),
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("shipper: %v", err)
+		}
+	})
+	const per, rounds = 300, 3
+	appendLines(t, log, "a0", 0, per)
+	want := map[string]int{"a0": per}
+	for r := 0; r < rounds; r++ {
+		testutil.CheckFor(t, 20*time.Second, 5*time.Millisecond, func() error {
+			c := readStream(t, s.ClientURL())
+			for prefix, n := range want {
+				if m := missing(c, prefix, n); len(m) > 0 {
+					return fmt.Errorf("%d lines of %s missing", len(m), prefix)
+				}
+			}
+			return nil
+		})
+		// Both rotations at once, as Docker's json-file driver does them
+		// (max-file 3): rename .1 → .2, current → .1, create the new file.
+		mid, next := fmt.Sprintf("b%d", r), fmt.Sprintf("a%d", r+1)
+		rotate := func() {
+			os.Rename(log+".1", log+".2")
+			if err := os.Rename(log, log+".1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rotate()
+		appendLines(t, log, mid, 0, per)
+		rotate()
+		appendLines(t, log, next, 0, per)
+		want[mid], want[next] = per, per
+	}
+	var c *contents
+	testutil.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		c = readStream(t, s.ClientURL())
+		for prefix, n := range want {
+			if m := missing(c, prefix, n); len(m) > 0 {
+				return fmt.Errorf("%d lines of %s missing, first %q", len(m), prefix, m[0])
+			}
+		}
+		return nil
+	})
+	if c.dups() != 0 {
+		t.Errorf("%d duplicates", c.dups())
 	}
 }

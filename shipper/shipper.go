@@ -244,7 +244,7 @@ func (sh *Shipper) start(ctx context.Context, src source) {
 // follow reads the file at src.path, then the file that replaces it after a
 // rename rotation, until the path is gone or ctx ends.
 func (sh *Shipper) follow(ctx context.Context, src source) {
-	sh.drainRotated(ctx, src)
+	sh.drainRotated(ctx, src, false, devIno{})
 	for ctx.Err() == nil {
 		f, err := os.Open(src.path)
 		if err != nil {
@@ -288,6 +288,9 @@ func (sh *Shipper) follow(ctx context.Context, src source) {
 			defer done()
 			c.drainRenamed(ctx)
 		}()
+		// Docker may have rotated twice before we looked (path → .1 → .2):
+		// the file in between is at .1 now, complete, and never seen.
+		sh.drainRotated(ctx, src, true, c.di)
 	}
 }
 
@@ -308,8 +311,11 @@ func (sh *Shipper) release(di devIno) {
 }
 
 // drainRotated finishes src.path + ".1" when the shipper stopped while it
-// was still behind on it: Docker renamed the file while we were down.
-func (sh *Shipper) drainRotated(ctx context.Context, src source) {
+// was still behind on it: Docker renamed the file while we were down. Right
+// after a rotation (unseen), a .1 that is not the file just rotated away
+// (prev) and that was never read is read whole: it was created and rotated
+// between two looks at the path.
+func (sh *Shipper) drainRotated(ctx context.Context, src source, unseen bool, prev devIno) {
 	p := src.path + ".1"
 	f, err := os.Open(p)
 	if err != nil {
@@ -325,9 +331,12 @@ func (sh *Shipper) drainRotated(ctx context.Context, src source) {
 		return
 	}
 	di := statDevIno(fi)
+	if di == prev {
+		return
+	}
 	key := fmt.Sprintf("%d:%d:%s", di.dev, di.ino, fp)
 	e, ok := sh.store.Get(key)
-	if !ok || e.Offset >= fi.Size() || !sh.hold(di, p) {
+	if !ok && !unseen || ok && e.Offset >= fi.Size() || !sh.hold(di, p) {
 		return
 	}
 	defer sh.release(di)
