@@ -71,8 +71,31 @@ func isWord(r rune) bool {
 }
 
 func (logTokenizer) Tokenize(input []byte) analysis.TokenStream {
-	// Rough capacity: one token per 5 bytes avoids most regrowth.
-	out := make(analysis.TokenStream, 0, len(input)/5+1)
+	toks := tokenizeLog(input, nil)
+	low, ascii := lowerASCII(input)
+	slab := make([]analysis.Token, len(toks))
+	out := make(analysis.TokenStream, len(toks))
+	for i, t := range toks {
+		term := low[t.start:t.end:t.end]
+		if !ascii {
+			term = lower(input[t.start:t.end])
+		}
+		slab[i] = analysis.Token{Term: term, Start: t.start, End: t.end, Position: t.pos, Type: analysis.AlphaNumeric}
+		out[i] = &slab[i]
+	}
+	return out
+}
+
+// logToken is a token of the log tokenizer: input[start:end] lower-cased,
+// at a position.
+type logToken struct{ start, end, pos int }
+
+// tokenizeLog appends the tokens of input to out.
+func tokenizeLog(input []byte, out []logToken) []logToken {
+	if out == nil {
+		// Rough capacity: one token per 5 bytes avoids most regrowth.
+		out = make([]logToken, 0, len(input)/5+1)
+	}
 	pos := 1
 	i := 0
 	for i < len(input) {
@@ -96,7 +119,7 @@ func (logTokenizer) Tokenize(input []byte) analysis.TokenStream {
 
 // emitChunk emits the tokens of input[start:end] from position pos and
 // returns the next free position.
-func emitChunk(out *analysis.TokenStream, input []byte, start, end, pos int) int {
+func emitChunk(out *[]logToken, input []byte, start, end, pos int) int {
 	// Leading and trailing punctuation is not part of the word:
 	// "failed." "host:" "=5" "/path" keep "failed" "host" "5" "path".
 	for start < end {
@@ -138,12 +161,12 @@ func emitChunk(out *analysis.TokenStream, input []byte, start, end, pos int) int
 	}
 	if len(parts) == 1 {
 		if end-start <= maxPartLen*4 {
-			*out = append(*out, token(input, start, end, pos))
+			*out = append(*out, logToken{start, end, pos})
 		}
 		return pos + 1
 	}
 	if end-start <= maxWholeChunk {
-		*out = append(*out, token(input, start, end, pos))
+		*out = append(*out, logToken{start, end, pos})
 	}
 	// Segments between '=', ':', '/' and '@' are tokens too, at the
 	// position of their first part: VLLM_HOST_IP=192.168.200.12 and
@@ -158,7 +181,7 @@ func emitChunk(out *analysis.TokenStream, input []byte, start, end, pos int) int
 			continue
 		}
 		if segParts > 1 && (segStart != start || p.e != end) && p.e-segStart <= maxWholeChunk {
-			*out = append(*out, token(input, segStart, p.e, segPos))
+			*out = append(*out, logToken{segStart, p.e, segPos})
 		}
 		if !last {
 			segPos += segParts
@@ -167,21 +190,28 @@ func emitChunk(out *analysis.TokenStream, input []byte, start, end, pos int) int
 	}
 	for _, p := range parts {
 		if p.e-p.s <= maxPartLen {
-			*out = append(*out, token(input, p.s, p.e, pos))
+			*out = append(*out, logToken{p.s, p.e, pos})
 		}
 		pos++
 	}
 	return pos
 }
 
-func token(input []byte, s, e, pos int) *analysis.Token {
-	return &analysis.Token{
-		Term:     lower(input[s:e]),
-		Start:    s,
-		End:      e,
-		Position: pos,
-		Type:     analysis.AlphaNumeric,
+// lowerASCII returns input lower-cased and whether it is all ASCII; only
+// then is each token's term the same range of the result (Unicode case
+// mapping may change lengths).
+func lowerASCII(input []byte) ([]byte, bool) {
+	out := make([]byte, len(input))
+	for i, c := range input {
+		if c >= utf8.RuneSelf {
+			return out, false
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
 	}
+	return out, true
 }
 
 // lower returns a lower-cased copy; the ASCII path avoids the allocations

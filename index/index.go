@@ -105,7 +105,10 @@ type meta struct {
 	Version int `json:"version"`
 }
 
-const metaVersion = 1
+// metaVersion is the layout of the shards' documents; an index of another
+// version cannot be searched correctly (2: time buckets, exact numbers and
+// one stored event blob).
+const metaVersion = 2
 
 // ErrReadOnly is returned by Add on an index opened with Options.ReadOnly.
 var ErrReadOnly = errors.New("index: opened read-only")
@@ -129,6 +132,9 @@ func Open(dir string, opts Options) (*Index, error) {
 		}
 	case err != nil:
 		return nil, fmt.Errorf("open index %s: %w", dir, err)
+	case m.Version != metaVersion:
+		return nil, fmt.Errorf("open index %s: it has index version %d, this analyzer reads version %d: re-ingest the logs into a new --data-dir (or remove %s)",
+			dir, m.Version, metaVersion, idxDir)
 	}
 	opts.Shards = m.Shards
 

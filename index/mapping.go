@@ -2,14 +2,11 @@ package index
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
+	"slices"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
-	"github.com/blevesearch/bleve/v2/analysis/datetime/timestamp/nanoseconds"
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/numeric"
@@ -18,13 +15,13 @@ import (
 	"github.com/faultline/faultline/parsers"
 )
 
-// Field names of an indexed event.
+// Field names of an indexed event. All are indexed only; FieldEvent holds
+// what a hit shows.
 const (
 	FieldCluster   = "cluster"
 	FieldNode      = "node"
 	FieldContainer = "container"
 	FieldFile      = "file"
-	FieldFileID    = "file_id"
 	FieldStream    = "stream"
 	FieldSource    = "source"
 	FieldLevel     = "level"
@@ -33,14 +30,13 @@ const (
 	FieldCause     = "cause"
 	FieldIP        = "ip"
 	FieldFields    = "fields"    // source-specific fields as "name=value" keywords
-	FieldTime      = "time"      // datetime, indexed for ranges, stored
-	FieldTimeSort  = "time_sort" // datetime by exact value, doc values: sorting and the histogram
-	FieldPID       = "pid"
-	FieldRank      = "rank"
-	FieldLine      = "line"   // zero-padded keyword: one term instead of a numeric's sixteen
-	FieldLines     = "lines"  // stored only
-	FieldOffset    = "offset" // stored only: offsets exceed float64's exact range in principle
+	FieldTime      = "time"      // time buckets for ranges (see timeShifts)
+	FieldTimeSort  = "time_sort" // exact time: range edges, doc values for sorting and the histogram
+	FieldPID       = "pid"       // exact value (see intTerm)
+	FieldRank      = "rank"      // exact value, ranged over by term ranges
+	FieldLine      = "line"      // zero-padded keyword: one term, ordered for context
 	FieldMessage   = "message"
+	FieldEvent     = "event" // stored only: the hit (see encodeHit)
 )
 
 // KeywordFields are the exact-match fields a query may filter with field:value.
@@ -57,9 +53,11 @@ var facetFields = map[string]bool{FieldNode: true, FieldContainer: true, FieldSo
 
 // NewMapping returns the lean index mapping: every field explicit, no
 // catch-all `_all` field and no dynamic fields, because both roughly halve
-// Bleve's indexing rate (anchors §2.5). Documents are built by buildDocument,
+// Bleve's indexing rate (anchors §2.5). Documents are built by docBuilder,
 // which must agree with this mapping; the mapping itself serves the query
-// side (analyzer per field, default field) and Bleve's metadata.
+// side (analyzer per field, default field) and Bleve's metadata. Numbers
+// and times are keywords here: they are indexed as prefix-coded terms that
+// only the queries of ranges.go search.
 func NewMapping() mapping.IndexMapping {
 	im := bleve.NewIndexMapping()
 	im.DefaultAnalyzer = keyword.Name
@@ -69,58 +67,23 @@ func NewMapping() mapping.IndexMapping {
 	im.DocValuesDynamic = false
 
 	dm := bleve.NewDocumentStaticMapping()
-	for _, f := range keywordFields {
+	for _, f := range append(append(slices.Clone(keywordFields), numericFields...), FieldTime, FieldTimeSort, FieldLine) {
 		fm := bleve.NewKeywordFieldMapping()
+		fm.Store = false
 		fm.IncludeInAll = false
 		fm.IncludeTermVectors = false
-		fm.DocValues = facetFields[f]
+		fm.DocValues = facetFields[f] || f == FieldTimeSort || f == FieldLine
 		dm.AddFieldMappingsAt(f, fm)
 	}
-	for _, f := range numericFields {
-		fm := bleve.NewNumericFieldMapping()
-		fm.IncludeInAll = false
-		fm.DocValues = false
-		dm.AddFieldMappingsAt(f, fm)
-	}
-	fid := bleve.NewKeywordFieldMapping()
-	fid.Index = false // stored for reference only: context goes by node and file
-	fid.IncludeInAll = false
-	fid.DocValues = false
-	dm.AddFieldMappingsAt(FieldFileID, fid)
-	for _, f := range []string{FieldLines, FieldOffset} {
-		fm := bleve.NewNumericFieldMapping()
-		fm.Index = false
-		fm.IncludeInAll = false
-		fm.DocValues = false
-		dm.AddFieldMappingsAt(f, fm)
-	}
-	// The line is a fixed-width keyword: context needs ranges and order
-	// within one file, which lexical order of padded numbers gives for one
-	// term per document (a numeric field indexes sixteen).
-	lm := bleve.NewKeywordFieldMapping()
-	lm.IncludeInAll = false
-	lm.DocValues = true
-	dm.AddFieldMappingsAt(FieldLine, lm)
-
-	// Time is two fields. Bleve's doc values of a datetime hold all its
-	// sixteen precision-shifted terms, and sorting or faceting a sparse set
-	// of hits decompresses every doc-value chunk: on 4M events that made a
-	// 9k-hit query take 80 ms, nearly all of it in snappy. So ranges go to
-	// "time" (no doc values) and sorting and the histogram to "time_sort"
-	// (one term per event, doc values).
-	tm := bleve.NewDateTimeFieldMapping()
-	tm.IncludeInAll = false
-	tm.DocValues = false
-	dm.AddFieldMappingsAt(FieldTime, tm)
-	ts := bleve.NewDateTimeFieldMapping()
-	ts.IncludeInAll = false
-	ts.Store = false
-	ts.DocValues = true
-	dm.AddFieldMappingsAt(FieldTimeSort, ts)
+	ev := bleve.NewKeywordFieldMapping()
+	ev.Index = false
+	ev.IncludeInAll = false
+	ev.DocValues = false
+	dm.AddFieldMappingsAt(FieldEvent, ev)
 
 	mm := bleve.NewTextFieldMapping()
 	mm.Analyzer = LogAnalyzer
-	mm.Store = true
+	mm.Store = false
 	mm.IncludeTermVectors = true // highlights are empty without them
 	mm.IncludeInAll = false
 	mm.DocValues = false
@@ -132,31 +95,25 @@ func NewMapping() mapping.IndexMapping {
 
 // docBuilder turns events into Bleve documents directly (Batch.IndexAdvanced),
 // skipping the reflection walk of MapDocument, which costs more than the
-// indexing of these small documents.
-type docBuilder struct {
-	logAnalyzer     analysis.Analyzer
-	keywordAnalyzer analysis.Analyzer
-}
+// indexing of these small documents. Every field is indexed only; what a
+// hit shows is one stored value (see encodeHit).
+type docBuilder struct{}
 
-func newDocBuilder(im mapping.IndexMapping) docBuilder {
-	return docBuilder{
-		logAnalyzer:     im.AnalyzerNamed(LogAnalyzer),
-		keywordAnalyzer: im.AnalyzerNamed(keyword.Name),
-	}
-}
+func newDocBuilder(mapping.IndexMapping) docBuilder { return docBuilder{} }
 
 const (
-	kwOpts       = bindex.IndexField | bindex.StoreField
-	kwFacetOpts  = bindex.IndexField | bindex.StoreField | bindex.DocValues
-	numOpts      = bindex.IndexField | bindex.StoreField
-	storedOnly   = bindex.StoreField
-	msgOpts      = bindex.IndexField | bindex.StoreField | bindex.IncludeTermVectors
-	timeOpts     = bindex.IndexField | bindex.StoreField
+	kwOpts       = bindex.IndexField
+	kwFacetOpts  = bindex.IndexField | bindex.DocValues
+	msgOpts      = bindex.IndexField | bindex.IncludeTermVectors
 	timeSortOpts = bindex.IndexField | bindex.DocValues
-	lineOpts     = bindex.IndexField | bindex.StoreField | bindex.DocValues
+	lineOpts     = bindex.IndexField | bindex.DocValues
 )
 
 func (b docBuilder) build(ev *parsers.Event) *document.Document {
+	h := HitFromEvent(ev)
+	if h.Lines <= 1 {
+		h.Lines = 0 // one line is the norm; the hit omits it
+	}
 	doc := document.NewDocument(ev.ID)
 	kw := func(name, v string) {
 		if v == "" {
@@ -166,60 +123,44 @@ func (b docBuilder) build(ev *parsers.Event) *document.Document {
 		if facetFields[name] {
 			opts = kwFacetOpts
 		}
-		doc.AddField(document.NewTextFieldCustom(name, nil, []byte(v), opts, b.keywordAnalyzer))
+		doc.AddField(newTermField(name, opts, []byte(v)))
 	}
-	kw(FieldCluster, ev.Cluster)
-	kw(FieldNode, ev.Node)
-	kw(FieldContainer, ev.Container)
-	kw(FieldFile, ev.File)
-	if ev.FileID != "" && ev.FileID != ev.File {
-		doc.AddField(document.NewTextFieldCustom(FieldFileID, nil, []byte(ev.FileID), storedOnly, b.keywordAnalyzer))
-	}
-	kw(FieldStream, ev.Stream)
-	kw(FieldSource, ev.Source)
-	kw(FieldLevel, ev.Level)
-	kw(FieldComponent, ev.Component)
-	kw(FieldProcess, ev.Process)
-	kw(FieldIP, ev.IP)
-	kw(FieldCause, ev.Fields["cause"])
-	if len(ev.Fields) > 0 {
-		keys := make([]string, 0, len(ev.Fields))
-		for k := range ev.Fields {
-			keys = append(keys, k)
+	kw(FieldCluster, h.Cluster)
+	kw(FieldNode, h.Node)
+	kw(FieldContainer, h.Container)
+	kw(FieldFile, h.File)
+	kw(FieldStream, h.Stream)
+	kw(FieldSource, h.Source)
+	kw(FieldLevel, h.Level)
+	kw(FieldComponent, h.Component)
+	kw(FieldProcess, h.Process)
+	kw(FieldIP, h.IP)
+	kw(FieldCause, h.Cause)
+	if len(h.Fields) > 0 {
+		terms := make([][]byte, 0, len(h.Fields))
+		for k, v := range h.Fields {
+			terms = append(terms, []byte(k+"="+v))
 		}
-		sort.Strings(keys) // stable array positions
-		for i, k := range keys {
-			doc.AddField(document.NewTextFieldCustom(FieldFields, []uint64{uint64(i)},
-				[]byte(k+"="+ev.Fields[k]), kwOpts, b.keywordAnalyzer))
+		doc.AddField(newTermField(FieldFields, kwOpts, terms...))
+	}
+	if !h.Time.IsZero() {
+		ns := timeNanos(h.Time)
+		terms := make([][]byte, len(timeShifts))
+		for i, s := range timeShifts {
+			terms[i] = numeric.MustNewPrefixCodedInt64(ns, s)
 		}
+		doc.AddField(newTermField(FieldTime, kwOpts, terms...))
+		doc.AddField(newTermField(FieldTimeSort, timeSortOpts, intTerm(ns)))
 	}
-	t := eventTime(ev)
-	if !t.IsZero() {
-		// The unix_nano layout keeps full precision and stores 9 bytes
-		// instead of a layout string per document.
-		if f, err := document.NewDateTimeFieldWithIndexingOptions(FieldTime, nil, t, nanoseconds.Name, timeOpts); err == nil {
-			doc.AddField(f)
-			doc.AddField(newExactDateTimeField(FieldTimeSort, t))
-		}
+	if h.PID != 0 {
+		doc.AddField(newTermField(FieldPID, kwOpts, intTerm(int64(h.PID))))
 	}
-	if ev.PID != 0 {
-		doc.AddField(newExactNumericField(FieldPID, float64(ev.PID), numOpts))
+	if h.Rank != nil {
+		doc.AddField(newTermField(FieldRank, kwOpts, intTerm(int64(*h.Rank))))
 	}
-	if r, ok := ev.Fields["rank"]; ok {
-		if n, err := strconv.Atoi(r); err == nil {
-			doc.AddField(document.NewNumericFieldWithIndexingOptions(FieldRank, nil, float64(n), numOpts))
-		}
-	}
-	doc.AddField(document.NewTextFieldCustom(FieldLine, nil, []byte(padLine(ev.Line)), lineOpts, b.keywordAnalyzer))
-	if ev.Lines > 1 {
-		doc.AddField(document.NewNumericFieldWithIndexingOptions(FieldLines, nil, float64(ev.Lines), storedOnly))
-	}
-	doc.AddField(document.NewNumericFieldWithIndexingOptions(FieldOffset, nil, float64(ev.Offset), storedOnly))
-	msg := ev.Message
-	if msg == "" {
-		msg = ev.Text
-	}
-	doc.AddField(document.NewTextFieldCustom(FieldMessage, nil, []byte(msg), msgOpts, b.logAnalyzer))
+	doc.AddField(newTermField(FieldLine, lineOpts, []byte(padLine(h.Line))))
+	doc.AddField(&messageField{text: []byte(h.Message)})
+	doc.AddField(&storedField{name: FieldEvent, value: encodeHit(nil, &h)})
 	return doc
 }
 
@@ -235,57 +176,3 @@ func eventTime(ev *parsers.Event) time.Time {
 func padLine(n int) string {
 	return fmt.Sprintf("%010d", max(n, 0))
 }
-
-// exactNumericField is a numeric field indexed by its exact value only.
-// Bleve indexes a number as sixteen precision-shifted terms so that ranges
-// are cheap; for a pid, which people look up but never range over, that is
-// a quarter of a log event's terms for nothing. Exact queries (pid:1234 is
-// the range [1234,1234]) need only the unshifted term. Stored value and type
-// are those of a normal numeric field.
-type exactNumericField struct {
-	*document.NumericField
-	length int
-	freqs  bindex.TokenFrequencies
-}
-
-func newExactNumericField(name string, v float64, opts bindex.FieldIndexingOptions) *exactNumericField {
-	return &exactNumericField{NumericField: document.NewNumericFieldWithIndexingOptions(name, nil, v, opts)}
-}
-
-func (n *exactNumericField) Analyze() {
-	tokens := analysis.TokenStream{&analysis.Token{
-		Start: 0, End: len(n.Value()), Term: n.Value(), Position: 1, Type: analysis.Numeric,
-	}}
-	n.length = 1
-	n.freqs = analysis.TokenFrequency(tokens, nil, n.Options())
-}
-
-func (n *exactNumericField) AnalyzedLength() int { return n.length }
-
-func (n *exactNumericField) AnalyzedTokenFrequencies() bindex.TokenFrequencies { return n.freqs }
-
-// exactDateTimeField is a datetime indexed (and so doc-valued) by its exact
-// value only; see the time fields in NewMapping.
-type exactDateTimeField struct {
-	*document.DateTimeField
-	term   []byte
-	length int
-	freqs  bindex.TokenFrequencies
-}
-
-func newExactDateTimeField(name string, t time.Time) *exactDateTimeField {
-	f, _ := document.NewDateTimeFieldWithIndexingOptions(name, nil, t, nanoseconds.Name, timeSortOpts)
-	return &exactDateTimeField{DateTimeField: f, term: numeric.MustNewPrefixCodedInt64(t.UnixNano(), 0)}
-}
-
-func (n *exactDateTimeField) Analyze() {
-	tokens := analysis.TokenStream{&analysis.Token{
-		Start: 0, End: len(n.term), Term: n.term, Position: 1, Type: analysis.DateTime,
-	}}
-	n.length = 1
-	n.freqs = analysis.TokenFrequency(tokens, nil, n.Options())
-}
-
-func (n *exactDateTimeField) AnalyzedLength() int { return n.length }
-
-func (n *exactDateTimeField) AnalyzedTokenFrequencies() bindex.TokenFrequencies { return n.freqs }

@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -271,30 +272,27 @@ func fieldClause(field, kind, val string) (query.Query, error) {
 	case "number":
 		op, v := splitOp(val)
 		n, err := strconv.ParseFloat(v, 64)
-		if err != nil {
+		if err != nil || math.IsNaN(n) {
 			return nil, fmt.Errorf("query: %s:%s: %q is not a number", field, val, v)
 		}
 		if op != "" && field == FieldPID {
 			return nil, fmt.Errorf("query: %s:%s: pids match exact values only", field, val)
 		}
-		var lo, hi *float64
-		var loIn, hiIn *bool
-		t, f := true, false
+		// The fields hold integers: bounds round inwards.
+		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 		switch op {
 		case ">":
-			lo, loIn = &n, &f
+			lo = ceilInt(math.Floor(n) + 1)
 		case ">=":
-			lo, loIn = &n, &t
+			lo = ceilInt(n)
 		case "<":
-			hi, hiIn = &n, &f
+			hi = floorInt(math.Ceil(n) - 1)
 		case "<=":
-			hi, hiIn = &n, &t
+			hi = floorInt(n)
 		default:
-			lo, hi, loIn, hiIn = &n, &n, &t, &t
+			lo, hi = ceilInt(n), floorInt(n)
 		}
-		q := bleve.NewNumericRangeInclusiveQuery(lo, hi, loIn, hiIn)
-		q.SetField(field)
-		return q, nil
+		return intRangeQuery(field, lo, hi), nil
 	case "line":
 		op, v := splitOp(val)
 		n, err := strconv.Atoi(v)
@@ -327,27 +325,37 @@ func fieldClause(field, kind, val string) (query.Query, error) {
 		if err != nil {
 			return nil, fmt.Errorf("query: %s:%s: %w", field, val, err)
 		}
-		var lo, hi time.Time
-		t, f := true, false
-		loIn, hiIn := &t, &f
+		var lo, hi time.Time // [lo, hi), zero: open
 		switch op {
 		case ">":
-			lo, loIn = ts.Add(time.Nanosecond), &t
+			lo = ts.Add(time.Nanosecond)
 		case ">=":
 			lo = ts
 		case "<":
 			hi = ts
 		case "<=":
-			hi, hiIn = ts, &t
+			hi = ts.Add(time.Nanosecond)
 		default:
 			// A bare time matches its whole second (the precision people type).
 			lo, hi = ts, ts.Add(time.Second)
 		}
-		q := bleve.NewDateRangeInclusiveQuery(lo, hi, loIn, hiIn)
-		q.SetField(FieldTime)
-		return q, nil
+		return timeRangeQuery(lo, hi), nil
 	}
 	return nil, fmt.Errorf("query: unknown field %q", field)
+}
+
+// ceilInt and floorInt round a bound to an int64, saturating.
+func ceilInt(f float64) int64  { return clampInt(math.Ceil(f)) }
+func floorInt(f float64) int64 { return clampInt(math.Floor(f)) }
+
+func clampInt(f float64) int64 {
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
 }
 
 func splitOp(v string) (string, string) {

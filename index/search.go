@@ -95,10 +95,8 @@ type Result struct {
 // FacetFields are the fields Query.Facets counts.
 var FacetFields = []string{FieldNode, FieldContainer, FieldSource, FieldLevel}
 
-// storedFields are loaded for each hit.
-var storedFields = []string{FieldTime, FieldCluster, FieldNode, FieldContainer, FieldFile, FieldFileID, FieldLine,
-	FieldLines, FieldOffset, FieldStream, FieldSource, FieldLevel, FieldComponent, FieldProcess, FieldPID, FieldRank,
-	FieldIP, FieldCause, FieldFields, FieldMessage}
+// storedFields are loaded for each hit: the one stored value.
+var storedFields = []string{FieldEvent}
 
 // BuildQuery returns the Bleve query of q: the parsed text with the
 // filters as non-scoring clauses.
@@ -134,10 +132,7 @@ func BuildQuery(q Query) (query.Query, error) {
 	addTerms(FieldLevel, q.Levels)
 	addTerms(FieldFile, q.Files)
 	if !q.Since.IsZero() || !q.Until.IsZero() {
-		t, f := true, false
-		r := bleve.NewDateRangeInclusiveQuery(q.Since, q.Until, &t, &f)
-		r.SetField(FieldTime)
-		filters = append(filters, r)
+		filters = append(filters, timeRangeQuery(q.Since, q.Until))
 	}
 	if len(filters) > 0 {
 		b.AddFilter(bleve.NewConjunctionQuery(filters...))
@@ -341,14 +336,14 @@ func (x *Index) widenBoundsLocked(t time.Time) {
 func (x *Index) searchBounds(ctx context.Context) (lo, hi time.Time, err error) {
 	one := func(sort string) (time.Time, error) {
 		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 1, 0, false)
-		req.Fields = []string{FieldTime}
+		req.Fields = storedFields
 		req.SortBy([]string{sort})
 		sr, err := x.alias.SearchInContext(ctx, req)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("index time bounds: %w", err)
 		}
 		for _, dm := range sr.Hits {
-			if t := fieldTime(dm.Fields[FieldTime]); !t.IsZero() {
+			if t := hitFromMatch(dm).Time; !t.IsZero() {
 				return t, nil
 			}
 		}
@@ -441,71 +436,11 @@ func (x *Index) Context(ctx context.Context, id string, n int) (Context, error) 
 var ErrNotFound = fmt.Errorf("not found")
 
 func hitFromMatch(dm *search.DocumentMatch) Hit {
-	f := dm.Fields
-	s := func(name string) string {
-		v, _ := f[name].(string)
-		return v
-	}
-	num := func(name string) (float64, bool) {
-		v, ok := f[name].(float64)
-		return v, ok
-	}
-	h := Hit{
-		ID: dm.ID, Time: fieldTime(f[FieldTime]), Cluster: s(FieldCluster), Node: s(FieldNode),
-		Container: s(FieldContainer), File: s(FieldFile), Stream: s(FieldStream), Source: s(FieldSource),
-		Level: s(FieldLevel), Component: s(FieldComponent), Process: s(FieldProcess), IP: s(FieldIP),
-		Cause: s(FieldCause), Message: s(FieldMessage), Score: dm.Score,
-	}
-	if v, err := strconv.Atoi(s(FieldLine)); err == nil {
-		h.Line = v
-	}
-	if v, ok := num(FieldLines); ok {
-		h.Lines = int(v)
-	}
-	if v, ok := num(FieldOffset); ok {
-		h.Offset = int64(v)
-	}
-	if v, ok := num(FieldPID); ok {
-		h.PID = int(v)
-	}
-	if v, ok := num(FieldRank); ok {
-		r := int(v)
-		h.Rank = &r
-	}
-	addField := func(kv string) {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			if h.Fields == nil {
-				h.Fields = map[string]string{}
-			}
-			h.Fields[k] = v
-		}
-	}
-	switch v := f[FieldFields].(type) {
-	case string:
-		addField(v)
-	case []interface{}:
-		for _, e := range v {
-			if s, ok := e.(string); ok {
-				addField(s)
-			}
-		}
-	}
+	h := Hit{ID: dm.ID, Score: dm.Score}
+	b, _ := dm.Fields[FieldEvent].(string)
+	// A bad blob (only a bug could write one) still yields the ID.
+	_ = decodeHit(b, &h)
 	return h
-}
-
-// fieldTime decodes a stored time (unix_nano layout gives a decimal string).
-func fieldTime(v interface{}) time.Time {
-	s, ok := v.(string)
-	if !ok {
-		return time.Time{}
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.Unix(0, n).UTC()
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t
-	}
-	return time.Time{}
 }
 
 // highlights merges the message locations of a hit into sorted,
