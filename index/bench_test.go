@@ -103,7 +103,11 @@ func TestIngestBenchmark(t *testing.T) {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	report(t, runBench(t, dir, n, Options{Shards: shards, BatchSize: batch}))
+	// The GC as analyzer ingest sets it: the figures are the product's.
+	gc := TuneGCForBulkLoad()
+	r := runBench(t, dir, n, Options{Shards: shards, BatchSize: batch})
+	r.gc = gc
+	report(t, r)
 }
 
 type benchResult struct {
@@ -112,6 +116,8 @@ type benchResult struct {
 	cpu                  time.Duration // process CPU time while indexing
 	rawBytes, indexBytes int64
 	shards, batch        int
+	segments             int // in all shards after Close
+	gc                   string
 	queries              []queryTiming
 }
 
@@ -199,6 +205,12 @@ func runBench(t testing.TB, dir string, n int, opts Options) benchResult {
 	if res.indexBytes, err = x.DiskSize(); err != nil {
 		t.Fatal(err)
 	}
+	for _, s := range x.shards {
+		if m, ok := s.idx.StatsMap()["index"].(map[string]interface{}); ok {
+			n, _ := m["num_root_filesegments"].(uint64)
+			res.segments += int(n)
+		}
+	}
 	lo, hi, err := x.Bounds(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -249,14 +261,19 @@ func runBench(t testing.TB, dir string, n int, opts Options) benchResult {
 
 func report(t testing.TB, r benchResult) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nevents %d, shards %d, batch %d\n", r.events, r.shards, r.batch)
+	gc := r.gc
+	if gc == "" {
+		gc = "default GC"
+	}
+	fmt.Fprintf(&b, "\nevents %d, shards %d, batch %d, %s\n", r.events, r.shards, r.batch, gc)
 	fmt.Fprintf(&b, "ingest %.1fs = %.0f events/s (target >= 25000), all searchable after %.1fs (%.0f events/s), rest is Close (persist)\n",
 		r.ingest.Seconds(), float64(r.events)/r.ingest.Seconds(), r.searchable.Seconds(), float64(r.events)/r.searchable.Seconds())
 	// The machine is shared: CPU time shows the cost independent of
 	// neighbours; NumCPU / cpu-per-event is the rate with both cores ours.
 	fmt.Fprintf(&b, "cpu %.1fs = %.0f events per cpu-second, %.0f events/s if all %d cores were ours\n", r.cpu.Seconds(),
 		float64(r.events)/r.cpu.Seconds(), float64(r.events)/r.cpu.Seconds()*float64(runtime.NumCPU()), runtime.NumCPU())
-	fmt.Fprintf(&b, "raw %.1f MB, index %.1f MB (%.2fx raw)\n", float64(r.rawBytes)/1e6, float64(r.indexBytes)/1e6, float64(r.indexBytes)/float64(r.rawBytes))
+	fmt.Fprintf(&b, "raw %.1f MB, index %.1f MB (%.2fx raw) in %d segments\n", float64(r.rawBytes)/1e6, float64(r.indexBytes)/1e6,
+		float64(r.indexBytes)/float64(r.rawBytes), r.segments)
 	fmt.Fprintf(&b, "%-42s %10s %9s %9s %10s %10s\n", "query", "hits", "p50", "p99", "grep -c", "grep hits")
 	for _, q := range r.queries {
 		g, gh := "-", "-"

@@ -12,16 +12,24 @@ import (
 
 // termField is an indexed field whose terms are known without analysis:
 // keywords, exact numbers, time buckets. It fills Bleve's token
-// frequencies directly, saving the token stream of an analyzer per field.
+// frequencies directly, saving the token stream of an analyzer per field;
+// a single term (the usual case) needs no allocation beyond the map.
 type termField struct {
 	name  string
 	opts  bindex.FieldIndexingOptions
 	terms [][]byte
+	one   [1][]byte        // terms of a single-term field
+	key   string           // the single term as a string, when known
+	tf    bindex.TokenFreq // the single term's frequency
 	freqs bindex.TokenFrequencies
 }
 
-func newTermField(name string, opts bindex.FieldIndexingOptions, terms ...[]byte) *termField {
-	return &termField{name: name, opts: opts, terms: terms}
+// set makes f a single-term field.
+func (f *termField) set(name string, opts bindex.FieldIndexingOptions, term []byte, key string) *termField {
+	f.name, f.opts, f.key = name, opts, key
+	f.one[0] = term
+	f.terms = f.one[:]
+	return f
 }
 
 func (f *termField) Name() string                         { return f.name }
@@ -44,6 +52,16 @@ func (f *termField) NumPlainTextBytes() uint64 {
 func (f *termField) Size() int { return 64 + int(f.NumPlainTextBytes()) }
 
 func (f *termField) Analyze() {
+	if len(f.terms) == 1 {
+		key := f.key
+		if key == "" {
+			key = string(f.terms[0])
+		}
+		f.tf.Term = f.terms[0]
+		f.tf.SetFrequency(1)
+		f.freqs = bindex.TokenFrequencies{key: &f.tf}
+		return
+	}
 	tfs := make([]bindex.TokenFreq, len(f.terms))
 	f.freqs = make(bindex.TokenFrequencies, len(f.terms))
 	for i, t := range f.terms {

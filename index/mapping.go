@@ -1,8 +1,8 @@
 package index
 
 import (
-	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -109,12 +109,31 @@ const (
 	lineOpts     = bindex.IndexField | bindex.DocValues
 )
 
+// docFields holds the fields of one document in one allocation.
+type docFields struct {
+	terms [16]termField
+	n     int
+	msg   messageField
+	event storedField
+	list  [24]document.Field
+}
+
+func (d *docFields) term() *termField {
+	if d.n < len(d.terms) {
+		d.n++
+		return &d.terms[d.n-1]
+	}
+	return new(termField)
+}
+
 func (b docBuilder) build(ev *parsers.Event) *document.Document {
 	h := HitFromEvent(ev)
 	if h.Lines <= 1 {
 		h.Lines = 0 // one line is the norm; the hit omits it
 	}
+	d := new(docFields)
 	doc := document.NewDocument(ev.ID)
+	doc.Fields = d.list[:0]
 	kw := func(name, v string) {
 		if v == "" {
 			return
@@ -123,7 +142,7 @@ func (b docBuilder) build(ev *parsers.Event) *document.Document {
 		if facetFields[name] {
 			opts = kwFacetOpts
 		}
-		doc.AddField(newTermField(name, opts, []byte(v)))
+		doc.AddField(d.term().set(name, opts, []byte(v), v))
 	}
 	kw(FieldCluster, h.Cluster)
 	kw(FieldNode, h.Node)
@@ -137,30 +156,40 @@ func (b docBuilder) build(ev *parsers.Event) *document.Document {
 	kw(FieldIP, h.IP)
 	kw(FieldCause, h.Cause)
 	if len(h.Fields) > 0 {
-		terms := make([][]byte, 0, len(h.Fields))
+		f := d.term()
+		f.name, f.opts = FieldFields, kwOpts
 		for k, v := range h.Fields {
-			terms = append(terms, []byte(k+"="+v))
+			f.terms = append(f.terms, []byte(k+"="+v))
 		}
-		doc.AddField(newTermField(FieldFields, kwOpts, terms...))
+		doc.AddField(f)
 	}
 	if !h.Time.IsZero() {
 		ns := timeNanos(h.Time)
-		terms := make([][]byte, len(timeShifts))
+		// One buffer for the bucket terms and the exact term.
+		buf := make([]byte, 10*len(timeShifts))
+		f := d.term()
+		f.name, f.opts = FieldTime, kwOpts
+		f.terms = make([][]byte, len(timeShifts))
 		for i, s := range timeShifts {
-			terms[i] = numeric.MustNewPrefixCodedInt64(ns, s)
+			var t []byte
+			t, buf, _ = numeric.NewPrefixCodedInt64Prealloc(ns, s, buf)
+			f.terms[i] = t
 		}
-		doc.AddField(newTermField(FieldTime, kwOpts, terms...))
-		doc.AddField(newTermField(FieldTimeSort, timeSortOpts, intTerm(ns)))
+		doc.AddField(f)
+		doc.AddField(d.term().set(FieldTimeSort, timeSortOpts, intTerm(ns), ""))
 	}
 	if h.PID != 0 {
-		doc.AddField(newTermField(FieldPID, kwOpts, intTerm(int64(h.PID))))
+		doc.AddField(d.term().set(FieldPID, kwOpts, intTerm(int64(h.PID)), ""))
 	}
 	if h.Rank != nil {
-		doc.AddField(newTermField(FieldRank, kwOpts, intTerm(int64(*h.Rank))))
+		doc.AddField(d.term().set(FieldRank, kwOpts, intTerm(int64(*h.Rank)), ""))
 	}
-	doc.AddField(newTermField(FieldLine, lineOpts, []byte(padLine(h.Line))))
-	doc.AddField(&messageField{text: []byte(h.Message)})
-	doc.AddField(&storedField{name: FieldEvent, value: encodeHit(nil, &h)})
+	line := padLine(h.Line)
+	doc.AddField(d.term().set(FieldLine, lineOpts, []byte(line), line))
+	d.msg.text = []byte(h.Message)
+	doc.AddField(&d.msg)
+	d.event = storedField{name: FieldEvent, value: encodeHit(make([]byte, 0, 64+len(h.Message)+len(h.File)), &h)}
+	doc.AddField(&d.event)
 	return doc
 }
 
@@ -174,5 +203,7 @@ func eventTime(ev *parsers.Event) time.Time {
 
 // padLine renders a line number so that byte order is numeric order.
 func padLine(n int) string {
-	return fmt.Sprintf("%010d", max(n, 0))
+	var b [20]byte
+	s := strconv.AppendInt(b[:0], int64(max(n, 0)), 10)
+	return "0000000000"[min(len(s), 10):] + string(s)
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -59,11 +58,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if os.Getenv("GOGC") == "" {
-		// Bleve's segment building allocates heavily; a larger heap
-		// between collections buys ~10% indexing rate for a bulk load.
-		debug.SetGCPercent(400)
-	}
+	index.TuneGCForBulkLoad()
 	var total int64
 	for _, f := range files {
 		if fi, err := os.Stat(f.Path); err == nil {
