@@ -86,6 +86,52 @@ func (logTokenizer) Tokenize(input []byte) analysis.TokenStream {
 	return out
 }
 
+// Character classes of the tokenizer: a break ends a chunk, words make
+// parts, the rest is punctuation inside a chunk.
+const (
+	classPunct = iota
+	classBreak
+	classWord
+)
+
+// asciiClass is the class of each ASCII byte: logs are nearly all ASCII,
+// and a table lookup is several times cheaper than decoding a rune and
+// asking package unicode.
+var asciiClass = func() (t [utf8.RuneSelf]uint8) {
+	for c := range t {
+		t[c] = runeClass(rune(c))
+	}
+	return t
+}()
+
+func runeClass(r rune) uint8 {
+	switch {
+	case isBreak(r):
+		return classBreak
+	case isWord(r):
+		return classWord
+	}
+	return classPunct
+}
+
+// classAt returns the class and width of the character at input[i].
+func classAt(input []byte, i int) (uint8, int) {
+	if c := input[i]; c < utf8.RuneSelf {
+		return asciiClass[c], 1
+	}
+	r, w := utf8.DecodeRune(input[i:])
+	return runeClass(r), w
+}
+
+// classBefore returns the class and width of the last character of b.
+func classBefore(b []byte) (uint8, int) {
+	if c := b[len(b)-1]; c < utf8.RuneSelf {
+		return asciiClass[c], 1
+	}
+	r, w := utf8.DecodeLastRune(b)
+	return runeClass(r), w
+}
+
 // logToken is a token of the log tokenizer: input[start:end] lower-cased,
 // at a position.
 type logToken struct{ start, end, pos int }
@@ -99,15 +145,15 @@ func tokenizeLog(input []byte, out []logToken) []logToken {
 	pos := 1
 	i := 0
 	for i < len(input) {
-		r, w := utf8.DecodeRune(input[i:])
-		if isBreak(r) {
+		c, w := classAt(input, i)
+		if c == classBreak {
 			i += w
 			continue
 		}
 		start := i
 		for i < len(input) {
-			r, w = utf8.DecodeRune(input[i:])
-			if isBreak(r) {
+			c, w = classAt(input, i)
+			if c == classBreak {
 				break
 			}
 			i += w
@@ -123,15 +169,15 @@ func emitChunk(out *[]logToken, input []byte, start, end, pos int) int {
 	// Leading and trailing punctuation is not part of the word:
 	// "failed." "host:" "=5" "/path" keep "failed" "host" "5" "path".
 	for start < end {
-		r, w := utf8.DecodeRune(input[start:])
-		if isWord(r) {
+		c, w := classAt(input, start)
+		if c == classWord {
 			break
 		}
 		start += w
 	}
 	for end > start {
-		r, w := utf8.DecodeLastRune(input[start:end])
-		if isWord(r) {
+		c, w := classBefore(input[start:end])
+		if c == classWord {
 			break
 		}
 		end -= w
@@ -144,15 +190,15 @@ func emitChunk(out *[]logToken, input []byte, start, end, pos int) int {
 	var partsBuf [16]span
 	parts := partsBuf[:0]
 	for i := start; i < end; {
-		r, w := utf8.DecodeRune(input[i:])
-		if !isWord(r) {
+		c, w := classAt(input, i)
+		if c != classWord {
 			i += w
 			continue
 		}
 		s := i
 		for i < end {
-			r, w = utf8.DecodeRune(input[i:])
-			if !isWord(r) {
+			c, w = classAt(input, i)
+			if c != classWord {
 				break
 			}
 			i += w

@@ -3,7 +3,6 @@ package index
 import (
 	"encoding/binary"
 	"errors"
-	"maps"
 	"slices"
 	"time"
 
@@ -140,7 +139,12 @@ func encodeHit(b []byte, h *Hit) []byte {
 		b = binary.AppendVarint(b, int64(*h.Rank))
 	}
 	b = binary.AppendUvarint(b, uint64(len(h.Fields)))
-	for _, k := range slices.Sorted(maps.Keys(h.Fields)) {
+	keys := make([]string, 0, 8) // on the stack for the usual few fields
+	for k := range h.Fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // one encoding per event
+	for _, k := range keys {
 		b = appendString(b, k)
 		b = appendString(b, h.Fields[k])
 	}

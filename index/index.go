@@ -175,17 +175,14 @@ func Open(dir string, opts Options) (*Index, error) {
 	return x, nil
 }
 
-// mergePlan is scorch's default merge policy with twice the segments per
-// tier and per merge: each event is rewritten by fewer merges (merging
-// was a fifth of the CPU of an ingest) for ~50% more segments, which the
-// queries of the benchmark do not notice. 1.7M events: 10.9k -> 12.7k
-// events per CPU-second, 46 -> 70 segments. Growing tiers 20x instead of
-// 10x, batches of 10000, and letting the persister nap to merge more in
-// memory did not pay.
-var mergePlan = map[string]interface{}{"MaxSegmentsPerTier": 20, "SegmentsPerMergeTask": 20}
-
+// Scorch's default merge policy stays: 20 segments per tier and merge
+// instead of 10 rewrote events fewer times and won ~15% at 1.7M events,
+// but at 4.3M it left 205 segments instead of 49, and every batch looks
+// its IDs up in every segment of its shard (re-indexing replaces), which
+// then cost more than the merges saved: 10.2k vs 10.9k events per
+// CPU-second, and slower queries.
 func openShard(path string, im mapping.IndexMapping, opts Options) (bleve.Index, error) {
-	cfg := map[string]interface{}{"unsafe_batch": !opts.Safe, "scorchMergePlanOptions": mergePlan}
+	cfg := map[string]interface{}{"unsafe_batch": !opts.Safe}
 	if opts.ReadOnly {
 		// A writer (serve, ingest) holds the shard's lock; fail after a
 		// moment instead of waiting forever for it.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/rule"
@@ -403,5 +404,21 @@ func TestBounds(t *testing.T) {
 	lo, hi, err = x.Bounds(context.Background())
 	if err != nil || !lo.Equal(want[0]) || !hi.Equal(want[1]) {
 		t.Errorf("bounds after reopening: %v %v %v", lo, hi, err)
+	}
+}
+
+// TestCharClasses: the ASCII table of the tokenizer agrees with decoding
+// runes, on every position of mixed text with invalid UTF-8.
+func TestCharClasses(t *testing.T) {
+	s := []byte("a Z_0.9:=/@ \t\n\"'`()[]{}<>,;|!?*&^~$\\-+%#Ümlaut ß İstanbul 日本語 \xff\xc3 \u00a0\u2003x")
+	for i := range s {
+		r, w := utf8.DecodeRune(s[i:])
+		if c, cw := classAt(s, i); c != runeClass(r) || cw != w {
+			t.Errorf("classAt %q: %d/%d, want %d/%d", s[i:], c, cw, runeClass(r), w)
+		}
+		r, w = utf8.DecodeLastRune(s[:i+1])
+		if c, cw := classBefore(s[:i+1]); c != runeClass(r) || cw != w {
+			t.Errorf("classBefore %q: %d/%d, want %d/%d", s[:i+1], c, cw, runeClass(r), w)
+		}
 	}
 }
