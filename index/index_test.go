@@ -3,6 +3,8 @@ package index
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -419,6 +421,23 @@ func TestCharClasses(t *testing.T) {
 		r, w = utf8.DecodeLastRune(s[:i+1])
 		if c, cw := classBefore(s[:i+1]); c != runeClass(r) || cw != w {
 			t.Errorf("classBefore %q: %d/%d, want %d/%d", s[:i+1], c, cw, runeClass(r), w)
+		}
+	}
+}
+
+// TestOpenRefusesOldVersion: an index of another layout is not searched
+// wrongly; the error says what to do.
+func TestOpenRefusesOldVersion(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "index"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index", "meta.json"), []byte(`{"shards": 2, "version": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{false, true} {
+		if _, err := Open(dir, Options{ReadOnly: ro}); err == nil || !strings.Contains(err.Error(), "re-ingest") {
+			t.Errorf("read-only %v: open of a version 1 index: %v, want an error saying re-ingest", ro, err)
 		}
 	}
 }
