@@ -219,3 +219,68 @@ func TestTimeAndNumberRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeSortedPages: pages of hits by time, in both orders, with
+// events without a time sorting last, match a sort of the events.
+func TestTimeSortedPages(t *testing.T) {
+	x := openTest(t, Options{Shards: 2})
+	var evs []*parsers.Event
+	genEvents(5, 24000, nil, func(e *parsers.Event) { evs = append(evs, e) })
+	for i, e := range evs {
+		if i%10 == 0 {
+			e.Time = time.Time{} // no time: sorts last
+		}
+	}
+	addAll(t, x, evs)
+	ctx := context.Background()
+	for _, c := range []struct {
+		text string
+		keep func(*parsers.Event) bool
+	}{
+		{"", func(*parsers.Event) bool { return true }},
+		{"source:vllm", func(e *parsers.Event) bool { return e.Source == parsers.SourceVLLM }},
+	} {
+		var timed []*parsers.Event
+		n := 0
+		for _, e := range evs {
+			if c.keep(e) {
+				n++
+				if !e.Time.IsZero() {
+					timed = append(timed, e)
+				}
+			}
+		}
+		for _, sort := range []string{"-time", "time"} {
+			want := slices.Clone(timed)
+			slices.SortFunc(want, func(a, b *parsers.Event) int { return a.Time.Compare(b.Time) })
+			if sort == "-time" {
+				slices.Reverse(want)
+			}
+			for _, p := range [][2]int{{0, 50}, {0, 1}, {700, 100}, {len(want) - 60, 50}, {len(want) - 20, 50}} {
+				res, err := x.Search(ctx, Query{Text: c.text, Sort: sort, From: p[0], Size: p[1]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Total != uint64(n) {
+					t.Errorf("%q %s: total %d, want %d", c.text, sort, res.Total, n)
+				}
+				for i, h := range res.Hits {
+					j := p[0] + i
+					if j >= len(want) {
+						if !h.Time.IsZero() {
+							t.Errorf("%q %s page %v: hit %d has a time after all timed hits", c.text, sort, p, j)
+						}
+						continue
+					}
+					if h.ID != want[j].ID {
+						t.Errorf("%q %s page %v: hit %d is %s at %v, want %s at %v", c.text, sort, p, j, h.ID, h.Time, want[j].ID, want[j].Time)
+						break
+					}
+				}
+				if wantN := min(p[1], n-p[0]); len(res.Hits) != wantN {
+					t.Errorf("%q %s page %v: %d hits, want %d", c.text, sort, p, len(res.Hits), wantN)
+				}
+			}
+		}
+	}
+}

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+	bindex "github.com/blevesearch/bleve_index_api"
 
 	"github.com/faultline/faultline/parsers"
 )
@@ -135,9 +137,25 @@ func BuildQuery(q Query) (query.Query, error) {
 		filters = append(filters, timeRangeQuery(q.Since, q.Until))
 	}
 	if len(filters) > 0 {
-		b.AddFilter(bleve.NewConjunctionQuery(filters...))
+		b.AddMust(filterQuery{bleve.NewConjunctionQuery(filters...)})
 	}
 	return b, nil
+}
+
+// filterQuery matches what q matches and adds nothing to the score. It
+// stands for Bleve's BooleanQuery filter, which checks every hit of the
+// scored part against the filter: an empty or broad query then walks
+// millions of events (a one-minute range over 4.3M events: 350 ms). As
+// one side of a conjunction, the rarer side leads and the other skips
+// ahead.
+type filterQuery struct{ q query.Query }
+
+func (f filterQuery) Searcher(ctx context.Context, i bindex.IndexReader, m mapping.IndexMapping,
+	options search.SearcherOptions) (search.Searcher, error) {
+	options.Score = "none"
+	options.IncludeTermVectors = false
+	options.Explain = false
+	return f.q.Searcher(ctx, i, m, options)
 }
 
 // Search runs q over all shards.
@@ -168,6 +186,16 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 		req.SortBy([]string{"-_score", "-" + FieldTimeSort})
 	default:
 		return Result{}, fmt.Errorf("search: bad sort %q (want -time, time or score)", q.Sort)
+	}
+	if size == 0 {
+		// Only counts: sorting would still read every hit's doc values
+		// (746k hits at 4.3M events: 165 -> 29 ms).
+		req.Sort = nil
+	}
+	if q.Sort != "score" || size == 0 {
+		// Scores would be computed for every hit and never looked at;
+		// without them Bleve also intersects and unites postings as bitmaps.
+		req.Score = "none"
 	}
 	if q.Facets {
 		for _, f := range FacetFields {
@@ -249,7 +277,7 @@ func (x *Index) highlight(ctx context.Context, q query.Query, hits []Hit) error 
 	}
 	b := bleve.NewBooleanQuery()
 	b.AddMust(q)
-	b.AddFilter(bleve.NewDocIDQuery(ids))
+	b.AddMust(filterQuery{bleve.NewDocIDQuery(ids)})
 	req := bleve.NewSearchRequestOptions(b, len(ids), 0, false)
 	req.IncludeLocations = true
 	sr, err := x.alias.SearchInContext(ctx, req)
