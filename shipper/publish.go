@@ -150,6 +150,12 @@ type Publisher struct {
 	wg      sync.WaitGroup
 	bodies  sync.Pool
 	bodyCap int // capacity of a new body: a batch closes soon after the soft limit
+	// Deliveries live until Wait gives up or Close, not as long as the
+	// reader that handed them over: the last batch of stdin is published
+	// after stdin's reader is done, and a stopping shipper still lets its
+	// in-flight batches be acknowledged.
+	life    context.Context
+	stopAll context.CancelFunc
 
 	mu      sync.Mutex
 	failing error // current publish failure, logged once per change
@@ -178,6 +184,7 @@ func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po Publisher
 		return nil, err
 	}
 	p := &Publisher{log: log, metrics: m, slots: make(chan struct{}, po.MaxInFlight)}
+	p.life, p.stopAll = context.WithCancel(context.Background())
 	opts := append(auth,
 		nats.Name(po.Name),
 		nats.MaxReconnects(-1),
@@ -309,7 +316,8 @@ func (p *Publisher) body() []byte {
 
 // Publish sends b, blocking while MaxInFlight batches await their PubAck or
 // until ctx is done. b.onAck runs once the server stored (or had already
-// stored) the batch.
+// stored) the batch. Once accepted, b is retried until acknowledged or
+// until Wait gives up or Close, whatever happens to ctx.
 func (p *Publisher) Publish(ctx context.Context, b *batch) error {
 	select {
 	case p.slots <- struct{}{}:
@@ -325,7 +333,7 @@ func (p *Publisher) Publish(ctx context.Context, b *batch) error {
 	msg.Header.Set(wire.HeaderMsgID, b.msgID)
 	msg.Header.Set(wire.HeaderCount, strconv.Itoa(b.count))
 	p.wg.Add(1)
-	go p.deliver(ctx, b, msg)
+	go p.deliver(p.life, b, msg)
 	return nil
 }
 
@@ -388,8 +396,9 @@ func (p *Publisher) setFailing(err error) {
 	p.failing = err
 }
 
-// Wait waits until every batch handed to Publish is acknowledged or given up
-// (ctx of Publish done), or until ctx is done.
+// Wait waits until every batch handed to Publish is acknowledged; when ctx
+// ends first it gives the rest up (their offsets stay unsaved, so they are
+// sent again after a restart).
 func (p *Publisher) Wait(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
@@ -397,12 +406,17 @@ func (p *Publisher) Wait(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		p.stopAll()
+		<-done
 		return ctx.Err()
 	}
 }
 
-// Close closes the connection.
-func (p *Publisher) Close() { p.nc.Close() }
+// Close gives up the deliveries still running and closes the connection.
+func (p *Publisher) Close() {
+	p.stopAll()
+	p.nc.Close()
+}
 
 // backoff is capped exponential backoff with jitter.
 type backoff struct {
