@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/internal/gctune"
 	"github.com/faultline/faultline/internal/loggen"
 	"github.com/faultline/faultline/parsers"
 )
@@ -105,7 +106,7 @@ func TestIngestBenchmark(t *testing.T) {
 		dir = t.TempDir()
 	}
 	// The GC as analyzer ingest sets it: the figures are the product's.
-	gc := TuneGCForBulkLoad()
+	gc := gctune.BulkLoad(0)
 	r := runBench(t, dir, n, Options{Shards: shards, BatchSize: batch})
 	r.gc = gc
 	report(t, r)

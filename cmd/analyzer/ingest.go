@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/internal/gctune"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
 	"github.com/faultline/faultline/rule"
@@ -58,7 +59,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	index.TuneGCForBulkLoad()
+	gctune.BulkLoad(0)
 	var total int64
 	for _, f := range files {
 		if fi, err := os.Stat(f.Path); err == nil {
