@@ -419,23 +419,7 @@ func BenchmarkJoiner(b *testing.B) {
 // per-line cost before source parsing.
 func BenchmarkReadAndJoin(b *testing.B) {
 	const n = 20000
-	input := benchInput(b, FormatDockerJSON, n)
-	b.SetBytes(int64(len(input)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		r := NewReader(bytes.NewReader(input), ReaderOptions{Format: FormatDockerJSON, EOFIsEnd: true})
-		j := NewJoiner(Origin{Node: "n", FileID: "1:2:x"}, JoinOptions{}, func(Record) {})
-		for {
-			l, err := r.Next()
-			if err != nil {
-				break
-			}
-			j.Add(l)
-		}
-		j.Flush()
-	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "lines/s")
+	benchReadJoin(b, benchInput(b, FormatDockerJSON, n), n, false)
 }
 
 // TestJoinerStartsBounded: the offset-ordered list behind PendingOffset

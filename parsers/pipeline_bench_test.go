@@ -29,7 +29,12 @@ func BenchmarkLoggenReadJoinParse(b *testing.B) { benchLoggen(b, true) }
 
 func benchLoggen(b *testing.B, parse bool) {
 	const n = 50000
-	input := loggenInput(b, n)
+	benchReadJoin(b, loggenInput(b, n), n, parse)
+}
+
+// benchReadJoin frames and joins n json-file lines of input, parsing each
+// record when parse is set.
+func benchReadJoin(b *testing.B, input []byte, n int, parse bool) {
 	b.SetBytes(int64(len(input)))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -53,6 +58,7 @@ func benchLoggen(b *testing.B, parse bool) {
 		}
 		j.Flush()
 	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "lines/s")
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(n*b.N), "cpu-ns/line")
 	b.ReportMetric(float64(recs)/float64(b.N), "records")
 }

@@ -22,16 +22,6 @@ import (
 	"github.com/faultline/faultline/rule"
 )
 
-// buildShipperBin builds cmd/shipper into a temporary folder.
-func buildShipperBin(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "shipper")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/shipper").CombinedOutput(); err != nil {
-		t.Fatalf("go build shipper: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // startShipperProc runs a shipper process; it is killed when the test ends
 // and its stderr is shown if the test failed.
 func startShipperProc(t *testing.T, bin string, args ...string) {
@@ -97,8 +87,8 @@ func TestEndToEndProcesses(t *testing.T) {
 		t.Skip("builds and runs the analyzer and shipper binaries")
 	}
 	start := time.Now()
-	analyzer := buildAnalyzer(t)
-	shipperBin := buildShipperBin(t)
+	analyzer := buildBin(t, "analyzer")
+	shipperBin := buildBin(t, "shipper")
 	t.Logf("built binaries in %v", time.Since(start).Round(time.Millisecond))
 
 	var hookMu sync.Mutex

@@ -25,13 +25,12 @@ import (
 	"github.com/faultline/faultline/wire"
 )
 
-// buildAnalyzer builds cmd/analyzer into a temporary folder.
-func buildAnalyzer(t *testing.T) string {
+// buildBin builds the command in ../cmd/NAME into a temporary folder.
+func buildBin(t *testing.T, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "analyzer")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/analyzer")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/"+name).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", name, err, out)
 	}
 	return bin
 }
@@ -136,7 +135,7 @@ func TestKillRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the analyzer binary")
 	}
-	bin := buildAnalyzer(t)
+	bin := buildBin(t, "analyzer")
 	data := t.TempDir()
 	natsAddr, httpAddr := freePort(t), freePort(t)
 	args := []string{"--data-dir", data, "--nats-listen", natsAddr, "--http", httpAddr, "--log-level", "warn"}
