@@ -82,6 +82,8 @@ type Index struct {
 	shards  []*shard
 	alias   bleve.IndexAlias
 	builder docBuilder
+	// windowMin is windowMinHits; tests lower it.
+	windowMin int
 
 	// Time bounds of the indexed events (see Bounds).
 	boundsMu    sync.Mutex
@@ -95,6 +97,8 @@ type Index struct {
 	indexed atomic.Uint64 // events in completed batches
 	batches atomic.Uint64
 	errs    atomic.Uint64
+	// windowed counts pages found in a time window (see timePage).
+	windowed atomic.Uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -139,10 +143,11 @@ func Open(dir string, opts Options) (*Index, error) {
 	opts.Shards = m.Shards
 
 	x := &Index{
-		dir:     dir,
-		opts:    opts,
-		log:     opts.Logger,
-		mapping: NewMapping(),
+		dir:       dir,
+		opts:      opts,
+		log:       opts.Logger,
+		mapping:   NewMapping(),
+		windowMin: windowMinHits,
 	}
 	x.builder = newDocBuilder(x.mapping)
 	members := make([]bleve.Index, 0, m.Shards)

@@ -1,0 +1,150 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/parsers"
+)
+
+// TestTimePageWindows: a page in time order found in a window at the
+// newest (or oldest) end is the page that sorting every hit gives, for
+// words spread over all events, bunched at either end or in the middle,
+// rarer at the newest end than elsewhere,
+// for deep pages, with time filters, and with events that have no time.
+func TestTimePageWindows(t *testing.T) {
+	x := openTest(t, Options{})
+	const n = 3000
+	var evs []*parsers.Event
+	for i := range n {
+		msg := "common"
+		switch {
+		case i < n/5:
+			msg += " oldonly"
+		case i >= n-n/100:
+			msg += " newonly"
+		case i >= n/2-50 && i < n/2+50:
+			msg += " middle"
+		}
+		if i%7 == 0 {
+			msg += " sevens"
+		}
+		if i < 3*n/4 || i%8 == 0 { // the first window holds too few
+			msg += " fading"
+		}
+		e := ev("spark-1", "w.log", i+1, 0, parsers.SourceRay, parsers.LevelInfo, msg)
+		e.Time = t0.Add(time.Duration(i) * 1234567 * time.Microsecond)
+		evs = append(evs, e)
+	}
+	for i := range 20 { // no time: last in either order
+		e := ev("spark-2", "untimed.log", i+1, 0, parsers.SourceOther, parsers.LevelInfo, "common untimed")
+		e.Time = time.Time{}
+		evs = append(evs, e)
+	}
+	addAll(t, x, evs)
+
+	page := func(q Query, window bool) ([]string, uint64) {
+		t.Helper()
+		x.windowMin = 1 << 30
+		if window {
+			x.windowMin = 10
+		}
+		res, err := x.Search(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range res.Hits {
+			if h.Time.IsZero() { // ties: shards answer them in any order
+				ids = append(ids, "untimed")
+				continue
+			}
+			ids = append(ids, fmt.Sprintf("%s@%s", h.ID[:8], h.Time.Format(time.RFC3339Nano)))
+		}
+		return ids, res.Total
+	}
+	mid := t0.Add(n / 2 * 1234567 * time.Microsecond)
+	var queries []Query
+	for _, text := range []string{"common", "oldonly", "newonly", "middle", "sevens", "fading", "common untimed"} {
+		for _, sort := range []string{"", "time"} {
+			for _, fs := range [][2]int{{0, 10}, {0, 50}, {40, 10}, {2990, 30}} {
+				queries = append(queries,
+					Query{Text: text, Sort: sort, From: fs[0], Size: fs[1]},
+					Query{Text: text, Sort: sort, From: fs[0], Size: fs[1], Until: mid},
+					Query{Text: text, Sort: sort, From: fs[0], Size: fs[1], Since: mid})
+			}
+		}
+	}
+	for _, q := range queries {
+		want, wantTotal := page(q, false)
+		got, gotTotal := page(q, true)
+		if !slices.Equal(got, want) || gotTotal != wantTotal {
+			t.Errorf("%+v:\nwindowed %d %v\nsorted   %d %v", q, gotTotal, got, wantTotal, want)
+		}
+	}
+	// Counts, facets and the histogram cover all hits, not the window.
+	x.windowMin = 10
+	res, err := x.Search(context.Background(), Query{Text: "sevens", Facets: true, Histogram: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inHistogram int
+	for _, b := range res.Histogram {
+		inHistogram += b.Count
+	}
+	if want := uint64((n + 6) / 7); res.Total != want || inHistogram != int(want) ||
+		len(res.Facets[FieldNode]) != 1 || res.Facets[FieldNode][0].Count != int(want) {
+		t.Errorf("sevens: total %d, histogram %d, node facet %v; want %d each", res.Total, inHistogram, res.Facets[FieldNode], want)
+	}
+	// Pages near the end a word is spread or bunched at come from a window.
+	for _, q := range []Query{{Text: "common"}, {Text: "common", Sort: "time"}, {Text: "sevens", From: 40, Size: 10},
+		{Text: "oldonly", Sort: "time"}, {Text: "common", Until: mid}, {Text: "common", Since: mid, Sort: "time"}} {
+		before := x.windowed.Load()
+		page(q, true)
+		if x.windowed.Load() == before {
+			t.Errorf("%+v: page not found in a window", q)
+		}
+	}
+}
+
+// TestBoundsFromDictionaries: the bounds read from the term dictionaries
+// of a reopened index are the oldest and newest times, before 1970 and far
+// ahead included, whatever the events without time.
+func TestBoundsFromDictionaries(t *testing.T) {
+	dir := t.TempDir()
+	x, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := time.Date(1969, 7, 20, 20, 17, 40, 123456789, time.UTC)
+	hi := time.Date(2250, 1, 1, 0, 0, 0, 987654321, time.UTC)
+	evs := seedEvents()
+	evs[0].Time = hi
+	evs[3].Time = lo
+	evs[5].Time = time.Time{}
+	addAll(t, x, evs)
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	x, err = Open(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	gotLo, gotHi, err := x.Bounds(context.Background())
+	if err != nil || !gotLo.Equal(lo) || !gotHi.Equal(hi) {
+		t.Errorf("bounds %v %v (err %v), want %v %v", gotLo, gotHi, err, lo, hi)
+	}
+
+	empty, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	if l, h, err := empty.Bounds(context.Background()); err != nil || !l.IsZero() || !h.IsZero() {
+		t.Errorf("empty index: bounds %v %v (err %v), want zero", l, h, err)
+	}
+}
