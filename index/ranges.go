@@ -1,12 +1,17 @@
 package index
 
 import (
+	"context"
 	"math"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/numeric"
+	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/blevesearch/bleve/v2/search/searcher"
+	bindex "github.com/blevesearch/bleve_index_api"
 )
 
 // Numbers and times are indexed by few terms and ranged over by term-range
@@ -106,7 +111,40 @@ func timeRangeInclusive(lo, hi int64) query.Query {
 	if len(pieces) == 1 {
 		return pieces[0]
 	}
-	return bleve.NewDisjunctionQuery(pieces...)
+	return anyOf(pieces)
+}
+
+// anyOf is a disjunction that leaves out the parts that match nothing
+// before uniting the rest. A term range without terms in the index is a
+// MatchNoneSearcher, which Bleve cannot unite as bitmaps; one such part
+// (an empty edge of a time range, the usual case) made every part, and the
+// conjunction around them, step through hits one by one.
+type anyOf []query.Query
+
+func (a anyOf) Searcher(ctx context.Context, i bindex.IndexReader, m mapping.IndexMapping,
+	options search.SearcherOptions) (search.Searcher, error) {
+	ss := make([]search.Searcher, 0, len(a))
+	for _, q := range a {
+		s, err := q.Searcher(ctx, i, m, options)
+		if err != nil {
+			for _, s := range ss {
+				s.Close()
+			}
+			return nil, err
+		}
+		if _, none := s.(*searcher.MatchNoneSearcher); none {
+			s.Close()
+			continue
+		}
+		ss = append(ss, s)
+	}
+	switch len(ss) {
+	case 0:
+		return searcher.NewMatchNoneSearcher(i)
+	case 1:
+		return ss[0], nil
+	}
+	return searcher.NewDisjunctionSearcher(ctx, i, ss, 0, options)
 }
 
 // splitTimeRange adds the queries for [a, b] (sortable, inclusive) using

@@ -74,8 +74,8 @@ func TestTimeRangeSplit(t *testing.T) {
 	check := func(lo, hi int64) {
 		q := timeRangeInclusive(lo, hi)
 		pieces := []query.Query{q}
-		if d, ok := q.(*query.DisjunctionQuery); ok {
-			pieces = d.Disjuncts
+		if a, ok := q.(anyOf); ok {
+			pieces = a
 		}
 		if len(pieces) > 2*len(timeShifts)+2 {
 			t.Errorf("[%d, %d]: %d pieces", lo, hi, len(pieces))
