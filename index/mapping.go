@@ -34,7 +34,7 @@ const (
 	FieldTimeSort  = "time_sort" // exact time: range edges, doc values for sorting and the histogram
 	FieldPID       = "pid"       // exact value (see intTerm)
 	FieldRank      = "rank"      // exact value, ranged over by term ranges
-	FieldLine      = "line"      // zero-padded keyword: one term, ordered for context
+	FieldLine      = "line"      // zero-padded keyword: one term, ranged over for context
 	FieldMessage   = "message"
 	FieldEvent     = "event" // stored only: the hit (see encodeHit)
 )
@@ -72,7 +72,7 @@ func NewMapping() mapping.IndexMapping {
 		fm.Store = false
 		fm.IncludeInAll = false
 		fm.IncludeTermVectors = false
-		fm.DocValues = facetFields[f] || f == FieldTimeSort || f == FieldLine
+		fm.DocValues = facetFields[f] || f == FieldTimeSort
 		dm.AddFieldMappingsAt(f, fm)
 	}
 	ev := bleve.NewKeywordFieldMapping()
@@ -106,7 +106,7 @@ const (
 	kwFacetOpts  = bindex.IndexField | bindex.DocValues
 	msgOpts      = bindex.IndexField | bindex.IncludeTermVectors
 	timeSortOpts = bindex.IndexField | bindex.DocValues
-	lineOpts     = bindex.IndexField | bindex.DocValues
+	lineOpts     = bindex.IndexField
 )
 
 // docFields holds the fields of one document in one allocation.

@@ -644,31 +644,77 @@ func (x *Index) Context(ctx context.Context, id string, n int) (Context, error) 
 		b.AddMust(fq)
 		return b
 	}
-	line := padLine(h.Line)
-	f := false
-	side := func(lo, hi string, sort string) ([]Hit, error) {
+	// Lines have no doc values (they cost at every segment build and
+	// merge): the nearest records are found in a range of lines that
+	// widens until it holds n of them, and sorted here. Records of a file
+	// start on distinct lines, so k lines hold about k records at most.
+	f, t := false, true
+	search := func(lo, hi string, loIn, hiIn *bool, size int) (*bleve.SearchResult, error) {
 		b := sameFile()
-		r := bleve.NewTermRangeInclusiveQuery(lo, hi, &f, &f)
+		r := bleve.NewTermRangeInclusiveQuery(lo, hi, loIn, hiIn)
 		r.SetField(FieldLine)
 		b.AddMust(r)
-		req := bleve.NewSearchRequestOptions(b, n, 0, false)
+		req := bleve.NewSearchRequestOptions(b, size, 0, false)
 		req.Fields = storedFields
-		req.SortBy([]string{sort})
+		req.Score = "none"
 		sr, err := x.alias.SearchInContext(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("context of %s: %w", id, err)
 		}
-		out := make([]Hit, 0, len(sr.Hits))
-		for _, dm := range sr.Hits {
-			out = append(out, hitFromMatch(dm))
-		}
-		return out, nil
+		return sr, nil
 	}
-	if c.Before, err = side("", line, "-"+FieldLine); err != nil {
+	line := padLine(h.Line)
+	side := func(before bool) ([]Hit, error) {
+		lo, hi := line, ""
+		if before {
+			lo, hi = "", line
+		}
+		all, err := search(lo, hi, &f, &f, 0)
+		if err != nil {
+			return nil, err
+		}
+		want := min(n, int(all.Total))
+		for k := 2 * n; want > 0; k *= 4 {
+			lo, hi, loIn, hiIn := line, padLine(h.Line+k), &f, &t
+			if before {
+				lo, hi, loIn, hiIn = padLine(max(h.Line-k, 0)), line, &t, &f
+			}
+			if k >= 1<<24 {
+				lo, hi, loIn, hiIn = "", "", &f, &f
+				if before {
+					hi, hiIn = line, &f
+				} else {
+					lo, loIn = line, &f
+				}
+			}
+			sr, err := search(lo, hi, loIn, hiIn, k+1)
+			if err == nil && sr.Total > uint64(len(sr.Hits)) { // several files on one path
+				sr, err = search(lo, hi, loIn, hiIn, int(min(sr.Total, 10000)))
+			}
+			if err != nil {
+				return nil, err
+			}
+			if len(sr.Hits) < want && k < 1<<24 {
+				continue
+			}
+			hits := make([]Hit, 0, len(sr.Hits))
+			for _, dm := range sr.Hits {
+				hits = append(hits, hitFromMatch(dm))
+			}
+			slices.SortFunc(hits, func(a, b Hit) int {
+				return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Offset, b.Offset))
+			})
+			if before {
+				return hits[max(len(hits)-want, 0):], nil
+			}
+			return hits[:min(want, len(hits))], nil
+		}
+		return []Hit{}, nil
+	}
+	if c.Before, err = side(true); err != nil {
 		return Context{}, err
 	}
-	slices.Reverse(c.Before)
-	if c.After, err = side(line, "", FieldLine); err != nil {
+	if c.After, err = side(false); err != nil {
 		return Context{}, err
 	}
 	return c, nil

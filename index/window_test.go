@@ -148,3 +148,54 @@ func TestBoundsFromDictionaries(t *testing.T) {
 		t.Errorf("empty index: bounds %v %v (err %v), want zero", l, h, err)
 	}
 }
+
+// TestContextWidens: context finds the nearest records before and after
+// in file order when records span many lines (a wide gap, a traceback),
+// near the start and the end of the file, and never from another node's
+// file of the same name, against a brute-force answer.
+func TestContextWidens(t *testing.T) {
+	x := openTest(t, Options{Shards: 2})
+	var lines []int
+	l := 1
+	for i := range 60 {
+		lines = append(lines, l)
+		switch {
+		case i%17 == 5:
+			l += 5000 // a long traceback or a stretch of other output
+		case i%5 == 0:
+			l += 40
+		default:
+			l++
+		}
+	}
+	var evs []*parsers.Event
+	for i, l := range lines {
+		evs = append(evs, ev("spark-1", "w.log", l, i, parsers.SourceRay, parsers.LevelInfo, fmt.Sprintf("record %d", i)))
+		evs = append(evs, ev("spark-2", "w.log", l+1, i, parsers.SourceRay, parsers.LevelInfo, fmt.Sprintf("other %d", i)))
+	}
+	addAll(t, x, evs)
+	for _, n := range []int{1, 3, 10, 100} {
+		for i := range lines {
+			c, err := x.Context(context.Background(), evs[2*i].ID, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, want []int
+			for _, h := range c.Before {
+				got = append(got, h.Line)
+			}
+			for _, h := range c.After {
+				got = append(got, -h.Line)
+			}
+			for _, l := range lines[max(i-n, 0):i] {
+				want = append(want, l)
+			}
+			for _, l := range lines[i+1 : min(i+1+n, len(lines))] {
+				want = append(want, -l)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("context %d of line %d: %v, want %v (after negated)", n, lines[i], got, want)
+			}
+		}
+	}
+}
