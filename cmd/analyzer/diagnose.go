@@ -49,7 +49,7 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	// ~15 MB live heap, streaming: a 256 MB soft limit keeps the peak bounded.
-	gctune.BulkLoad(256 << 20)
+	gctune.BulkLoad(400, 256<<20)
 	engine := rule.NewEngine(rules)
 	shown := 0
 	st, err := pipeline.Replay(ctx, inputs, pipeline.Options{

@@ -59,7 +59,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	gctune.BulkLoad(0)
+	gctune.BulkLoad(gctune.IndexPercent, gctune.IndexLimit)
 	var total int64
 	for _, f := range files {
 		if fi, err := os.Stat(f.Path); err == nil {
