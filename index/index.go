@@ -82,8 +82,9 @@ type Index struct {
 	shards  []*shard
 	alias   bleve.IndexAlias
 	builder docBuilder
-	// windowMin is windowMinHits; tests lower it.
-	windowMin int
+	// windowMin and facetMin are windowMinHits and facetCountMin; tests
+	// lower them.
+	windowMin, facetMin int
 
 	// Time bounds of the indexed events (see Bounds).
 	boundsMu    sync.Mutex
@@ -148,6 +149,7 @@ func Open(dir string, opts Options) (*Index, error) {
 		log:       opts.Logger,
 		mapping:   NewMapping(),
 		windowMin: windowMinHits,
+		facetMin:  facetCountMin,
 	}
 	x.builder = newDocBuilder(x.mapping)
 	members := make([]bleve.Index, 0, m.Shards)

@@ -35,16 +35,20 @@ func TestTimePageWindows(t *testing.T) {
 		if i < 3*n/4 || i%8 == 0 { // the first window holds too few
 			msg += " fading"
 		}
+		if i%600 == 0 { // a few timed hits, then the untimed ones
+			msg += " mixed"
+		}
 		e := ev("spark-1", "w.log", i+1, 0, parsers.SourceRay, parsers.LevelInfo, msg)
 		e.Time = t0.Add(time.Duration(i) * 1234567 * time.Microsecond)
 		evs = append(evs, e)
 	}
-	for i := range 20 { // no time: last in either order
-		e := ev("spark-2", "untimed.log", i+1, 0, parsers.SourceOther, parsers.LevelInfo, "common untimed")
+	for i := range 200 { // no time: last in either order
+		e := ev("spark-2", "untimed.log", i+1, 0, parsers.SourceOther, parsers.LevelInfo, "common untimed mixed")
 		e.Time = time.Time{}
 		evs = append(evs, e)
 	}
-	addAll(t, x, evs)
+	addAll(t, x, evs[n:]) // first: index order differs from time order
+	addAll(t, x, evs[:n])
 
 	page := func(q Query, window bool) ([]string, uint64) {
 		t.Helper()
@@ -68,9 +72,9 @@ func TestTimePageWindows(t *testing.T) {
 	}
 	mid := t0.Add(n / 2 * 1234567 * time.Microsecond)
 	var queries []Query
-	for _, text := range []string{"common", "oldonly", "newonly", "middle", "sevens", "fading", "common untimed"} {
+	for _, text := range []string{"common", "oldonly", "newonly", "middle", "sevens", "fading", "common untimed", "mixed"} {
 		for _, sort := range []string{"", "time"} {
-			for _, fs := range [][2]int{{0, 10}, {0, 50}, {40, 10}, {2990, 30}} {
+			for _, fs := range [][2]int{{0, 10}, {0, 50}, {3, 10}, {40, 10}, {2990, 30}} {
 				queries = append(queries,
 					Query{Text: text, Sort: sort, From: fs[0], Size: fs[1]},
 					Query{Text: text, Sort: sort, From: fs[0], Size: fs[1], Until: mid},
@@ -196,6 +200,47 @@ func TestContextWidens(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("context %d of line %d: %v, want %v (after negated)", n, lines[i], got, want)
 			}
+		}
+	}
+}
+
+// TestFacetsByCount: facets counted value by value (for many hits) equal
+// Bleve's facets over the same hits, with filters and time ranges.
+func TestFacetsByCount(t *testing.T) {
+	x := openTest(t, Options{Shards: 2})
+	addAll(t, x, seedEvents())
+	var evs []*parsers.Event
+	levels := []string{parsers.LevelInfo, parsers.LevelWarning, parsers.LevelError}
+	sources := []string{parsers.SourceRay, parsers.SourceVLLM, parsers.SourceNCCL}
+	for i := range 900 {
+		node := fmt.Sprintf("spark-%d", 1+i%3)
+		e := ev(node, "f.log", i+100, i, sources[i%len(sources)], levels[(i/3)%len(levels)], fmt.Sprintf("word%d common", i%4))
+		evs = append(evs, e)
+	}
+	addAll(t, x, evs)
+	for _, q := range []Query{
+		{Text: "common"}, {Text: "word1"}, {Text: "word2 OR word3", Nodes: []string{"spark-2"}},
+		{Text: "", Levels: []string{"warning", "error"}}, {Text: "common", Since: t0.Add(100 * time.Second), Until: t0.Add(400 * time.Second)},
+		{Text: "nothing-matches"}, {Text: "common", Sort: "score"},
+	} {
+		q.Facets = true
+		x.facetMin = 1 << 30
+		want, err := x.Search(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.facetMin = 1
+		got, err := x.Search(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range FacetFields {
+			if !slices.Equal(got.Facets[f], want.Facets[f]) {
+				t.Errorf("%q facet %s: counted %v, Bleve %v", q.Text, f, got.Facets[f], want.Facets[f])
+			}
+		}
+		if q.Text == "common" && len(got.Facets[FieldNode]) != 3 {
+			t.Errorf("common: node facet %v, want 3 nodes", got.Facets[FieldNode])
 		}
 	}
 }
