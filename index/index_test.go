@@ -66,6 +66,21 @@ func openTest(t testing.TB, opts Options) *Index {
 	return x
 }
 
+// reopenReadOnly closes x, which must persist everything, and opens its
+// directory again read-only, closed at the end of the test.
+func reopenReadOnly(t testing.TB, x *Index, dir string) *Index {
+	t.Helper()
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	x, err := Open(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return x
+}
+
 func addAll(t testing.TB, x *Index, evs []*parsers.Event) {
 	t.Helper()
 	for _, e := range evs {
@@ -372,14 +387,7 @@ func TestCloseIsDurable(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if err := x.Close(); err != nil {
-		t.Fatal(err)
-	}
-	x, err = Open(dir, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x = reopenReadOnly(t, x, dir)
 	if c, err := x.DocCount(); err != nil || c != n {
 		t.Errorf("after reopen: %d docs (err %v), want %d", c, err, n)
 	}
@@ -397,12 +405,7 @@ func TestBounds(t *testing.T) {
 	if err != nil || !lo.Equal(want[0]) || !hi.Equal(want[1]) {
 		t.Errorf("bounds while writing: %v %v %v", lo, hi, err)
 	}
-	x.Close()
-	x, err = Open(dir, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x = reopenReadOnly(t, x, dir)
 	lo, hi, err = x.Bounds(context.Background())
 	if err != nil || !lo.Equal(want[0]) || !hi.Equal(want[1]) {
 		t.Errorf("bounds after reopening: %v %v %v", lo, hi, err)

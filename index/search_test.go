@@ -130,14 +130,7 @@ func TestBoundsFromDictionaries(t *testing.T) {
 	evs[3].Time = lo
 	evs[5].Time = time.Time{}
 	addAll(t, x, evs)
-	if err := x.Close(); err != nil {
-		t.Fatal(err)
-	}
-	x, err = Open(dir, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x = reopenReadOnly(t, x, dir)
 	gotLo, gotHi, err := x.Bounds(context.Background())
 	if err != nil || !gotLo.Equal(lo) || !gotHi.Equal(hi) {
 		t.Errorf("bounds %v %v (err %v), want %v %v", gotLo, gotHi, err, lo, hi)
