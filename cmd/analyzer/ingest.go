@@ -122,10 +122,22 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintln(stdout)
 	for _, f := range findings {
-		fmt.Fprintf(stdout, "  [%s] %s (%s)\n", f.Severity, f.Title, strings.Join(f.Nodes, ", "))
+		fmt.Fprintf(stdout, "  %s\n", findingLine(f))
 	}
 	fmt.Fprintf(stdout, "Next: analyzer search --data-dir %s QUERY   or   analyzer ui --data-dir %s\n", *dataDir, *dataDir)
 	return nil
+}
+
+// findingLine is a finding in one line: severity, title and the nodes,
+// unless the title names them all already (many do).
+func findingLine(f rule.Finding) string {
+	line := fmt.Sprintf("[%s] %s", f.Severity, f.Title)
+	for _, n := range f.Nodes {
+		if !strings.Contains(f.Title, n) {
+			return line + " (" + strings.Join(f.Nodes, ", ") + ")"
+		}
+	}
+	return line
 }
 
 // progress draws a one-line bar on a terminal: bytes read (the furthest

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/faultline/faultline/rule"
 )
 
 func runCmd(t *testing.T, args ...string) (string, string, int) {
@@ -92,5 +94,25 @@ func TestIngestTwiceThenSearch(t *testing.T) {
 	}
 	if _, _, code := runCmd(t, "search", "--data-dir", dir, "pid:abc"); code != 1 {
 		t.Errorf("bad query: exit %d, want 1", code)
+	}
+}
+
+// TestFindingLine: the ingest summary names the nodes once, whether or
+// not the rule's title names them.
+func TestFindingLine(t *testing.T) {
+	for _, c := range []struct {
+		f    rule.Finding
+		want string
+	}{
+		{rule.Finding{Severity: "critical", Title: "CUDA out of memory on GPU 0 (spark-1, spark-2)", Nodes: []string{"spark-1", "spark-2"}},
+			"[critical] CUDA out of memory on GPU 0 (spark-1, spark-2)"},
+		{rule.Finding{Severity: "critical", Title: "Placement request names node:192.168.200.12", Nodes: []string{"spark-1", "spark-2"}},
+			"[critical] Placement request names node:192.168.200.12 (spark-1, spark-2)"},
+		{rule.Finding{Severity: "warning", Title: "NCCL falls back to TCP on spark-1", Nodes: []string{"spark-1", "spark-2"}},
+			"[warning] NCCL falls back to TCP on spark-1 (spark-1, spark-2)"},
+	} {
+		if got := findingLine(c.f); got != c.want {
+			t.Errorf("findingLine: %q, want %q", got, c.want)
+		}
 	}
 }
