@@ -45,16 +45,12 @@ func (x *Index) timePage(ctx context.Context, q Query, bq query.Query, total uin
 		timedKnown := !q.Since.IsZero() || !q.Until.IsZero()
 		for try := 0; try < 3 && frac < 0.5 && hi.After(lo); try++ {
 			w := time.Duration(float64(hi.Sub(lo)) * frac)
-			sub := q
-			if newest {
-				sub.Since = alignTime(hi.Add(-w), w, false)
-			} else {
-				sub.Until = alignTime(lo.Add(w), w, true)
+			// The window narrows bq (already within q's own range).
+			window := timeRangeQuery(alignTime(hi.Add(-w), w, false), time.Time{})
+			if !newest {
+				window = timeRangeQuery(time.Time{}, alignTime(lo.Add(w), w, true))
 			}
-			wq, err := BuildQuery(sub)
-			if err != nil {
-				return nil, err
-			}
+			wq := and(bq, window)
 			sr, err := x.alias.SearchInContext(ctx, x.request(wq, q, size, from, sortBy))
 			if err != nil {
 				return nil, fmt.Errorf("search: %w", err)

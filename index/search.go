@@ -243,7 +243,7 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	byTime := size > 0 && q.Sort != "score"
 	req := x.request(bq, q, size, from, sortBy)
 	if byTime {
-		req = x.request(bq, q, 0, 0, nil)
+		req.Size, req.From, req.Sort = 0, 0, nil
 	}
 	var buckets []Bucket
 	if q.Histogram > 0 {
@@ -436,7 +436,7 @@ func (x *Index) Context(ctx context.Context, id string, n int) (Context, error) 
 	// widens until it holds n of them, and sorted here. Records of a file
 	// start on distinct lines, so k lines hold about k records at most.
 	f, t := false, true
-	search := func(lo, hi string, loIn, hiIn *bool, size int) (*bleve.SearchResult, error) {
+	find := func(lo, hi string, loIn, hiIn *bool, size int) (*bleve.SearchResult, error) {
 		b := sameFile()
 		r := bleve.NewTermRangeInclusiveQuery(lo, hi, loIn, hiIn)
 		r.SetField(FieldLine)
@@ -456,7 +456,7 @@ func (x *Index) Context(ctx context.Context, id string, n int) (Context, error) 
 		if before {
 			lo, hi = "", line
 		}
-		all, err := search(lo, hi, &f, &f, 0)
+		all, err := find(lo, hi, &f, &f, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -474,9 +474,9 @@ func (x *Index) Context(ctx context.Context, id string, n int) (Context, error) 
 					lo, loIn = line, &f
 				}
 			}
-			sr, err := search(lo, hi, loIn, hiIn, k+1)
+			sr, err := find(lo, hi, loIn, hiIn, k+1)
 			if err == nil && sr.Total > uint64(len(sr.Hits)) { // several files on one path
-				sr, err = search(lo, hi, loIn, hiIn, int(min(sr.Total, 10000)))
+				sr, err = find(lo, hi, loIn, hiIn, int(min(sr.Total, 10000)))
 			}
 			if err != nil {
 				return nil, err
