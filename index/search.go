@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -273,13 +274,23 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("search: %w", err)
 	}
+	// Facets and the page are separate searches over the same hits: run
+	// them side by side.
+	var facets map[string][]FacetTerm
+	var facetsErr error
+	var wg sync.WaitGroup
+	if q.Facets {
+		wg.Go(func() { facets, facetsErr = x.facets(ctx, q, bq, sr.Total) })
+	}
 	page := sr
 	if byTime {
-		if page, err = x.timePage(ctx, q, bq, sr.Total, size, from, sortBy); err != nil {
-			return Result{}, err
-		}
+		page, err = x.timePage(ctx, q, bq, sr.Total, size, from, sortBy)
 	}
-	res := Result{Total: sr.Total, Hits: make([]Hit, 0, len(page.Hits))}
+	wg.Wait()
+	if err = cmp.Or(err, facetsErr); err != nil {
+		return Result{}, err
+	}
+	res := Result{Total: sr.Total, Hits: make([]Hit, 0, len(page.Hits)), Facets: facets}
 	for _, dm := range page.Hits {
 		res.Hits = append(res.Hits, hitFromMatch(dm))
 	}
@@ -288,22 +299,14 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 			return Result{}, err
 		}
 	}
-	for f, fr := range sr.Facets {
-		if f == "_histogram" {
-			for _, dr := range fr.DateRanges {
-				if i, err := strconv.Atoi(dr.Name); err == nil && i >= 0 && i < len(buckets) {
-					buckets[i].Count = dr.Count
-				}
+	if fr, ok := sr.Facets["_histogram"]; ok {
+		for _, dr := range fr.DateRanges {
+			if i, err := strconv.Atoi(dr.Name); err == nil && i >= 0 && i < len(buckets) {
+				buckets[i].Count = dr.Count
 			}
-			continue
 		}
 	}
 	res.Histogram = buckets
-	if q.Facets {
-		if res.Facets, err = x.facets(ctx, q, bq, sr.Total); err != nil {
-			return Result{}, err
-		}
-	}
 	if sr.Status != nil {
 		for name, err := range sr.Status.Errors {
 			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", name, err))
