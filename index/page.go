@@ -1,12 +1,18 @@
 package index
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 )
 
@@ -51,9 +57,9 @@ func (x *Index) timePage(ctx context.Context, q Query, bq query.Query, total uin
 				window = timeRangeQuery(time.Time{}, alignTime(lo.Add(w), w, true))
 			}
 			wq := and(bq, window)
-			sr, err := x.alias.SearchInContext(ctx, x.request(wq, q, size, from, sortBy))
+			sr, err := x.searchPage(ctx, x.request(wq, q, size, from, sortBy))
 			if err != nil {
-				return nil, fmt.Errorf("search: %w", err)
+				return nil, err
 			}
 			if sr.Total >= need {
 				x.windowed.Add(1)
@@ -74,11 +80,7 @@ func (x *Index) timePage(ctx context.Context, q Query, bq query.Query, total uin
 			frac *= max(4, 2*float64(need)/float64(max(sr.Total, 1)))
 		}
 	}
-	sr, err := x.alias.SearchInContext(ctx, x.request(bq, q, size, from, sortBy))
-	if err != nil {
-		return nil, fmt.Errorf("search: %w", err)
-	}
-	return sr, nil
+	return x.searchPage(ctx, x.request(bq, q, size, from, sortBy))
 }
 
 // anyTime matches the events that have a time.
@@ -94,9 +96,9 @@ func (x *Index) untimedPage(ctx context.Context, q Query, bq query.Query, timed 
 	out := &bleve.SearchResult{}
 	if uint64(from) < timed {
 		n := int(min(uint64(size), timed-uint64(from)))
-		sr, err := x.alias.SearchInContext(ctx, x.request(and(bq, anyTime()), q, n, from, sortBy))
+		sr, err := x.searchPage(ctx, x.request(and(bq, anyTime()), q, n, from, sortBy))
 		if err != nil {
-			return nil, fmt.Errorf("search: %w", err)
+			return nil, err
 		}
 		out.Hits = sr.Hits
 	}
@@ -108,9 +110,9 @@ func (x *Index) untimedPage(ctx context.Context, q Query, bq query.Query, timed 
 			b.AddMustNot(anyTime())
 			untimed = b
 		}
-		sr, err := x.alias.SearchInContext(ctx, x.request(untimed, q, rest, int(uint64(max(from, 0))-min(uint64(from), timed)), nil))
+		sr, err := x.searchPage(ctx, x.request(untimed, q, rest, int(uint64(max(from, 0))-min(uint64(from), timed)), nil))
 		if err != nil {
-			return nil, fmt.Errorf("search: %w", err)
+			return nil, err
 		}
 		out.Hits = append(out.Hits, sr.Hits...)
 	}
@@ -149,4 +151,55 @@ func (x *Index) count(ctx context.Context, bq query.Query) (uint64, error) {
 		return 0, fmt.Errorf("search: %w", err)
 	}
 	return sr.Total, nil
+}
+
+// searchPage runs req, a request for a page of hits, on every shard and
+// merges the shards' hits in one total order: req's sort, then the shard,
+// then the shard's own order. Bleve's alias breaks ties between shards by
+// each shard's hit number, which depends on the query (a time window
+// numbers the same hits differently) and on how deep the page is, so
+// paging through hits that share a time (vLLM logs have seconds) repeated
+// some hits and skipped others.
+func (x *Index) searchPage(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	results := make([]*bleve.SearchResult, len(x.shards))
+	errs := make([]error, len(x.shards))
+	var wg sync.WaitGroup
+	for i, s := range x.shards {
+		sub := *req
+		sub.From, sub.Size = 0, req.From+req.Size
+		sub.Sort = req.Sort.Copy() // a sort keeps state while collecting
+		wg.Go(func() { results[i], errs[i] = s.idx.SearchInContext(ctx, &sub) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	type shardHit struct {
+		dm    *search.DocumentMatch
+		shard int
+	}
+	var all []shardHit
+	out := &bleve.SearchResult{}
+	for i, sr := range results {
+		out.Total += sr.Total
+		for _, dm := range sr.Hits {
+			all = append(all, shardHit{dm, i})
+		}
+	}
+	slices.SortFunc(all, func(a, b shardHit) int {
+		for k, so := range req.Sort {
+			c := strings.Compare(a.dm.Sort[k], b.dm.Sort[k])
+			if so.Descending() {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return cmp.Or(cmp.Compare(a.shard, b.shard), cmp.Compare(a.dm.HitNumber, b.dm.HitNumber))
+	})
+	for _, h := range all[min(req.From, len(all)):min(req.From+req.Size, len(all))] {
+		out.Hits = append(out.Hits, h.dm)
+	}
+	return out, nil
 }

@@ -62,10 +62,6 @@ func TestTimePageWindows(t *testing.T) {
 		}
 		var ids []string
 		for _, h := range res.Hits {
-			if h.Time.IsZero() { // ties: shards answer them in any order
-				ids = append(ids, "untimed")
-				continue
-			}
 			ids = append(ids, fmt.Sprintf("%s@%s", h.ID[:8], h.Time.Format(time.RFC3339Nano)))
 		}
 		return ids, res.Total
@@ -234,6 +230,58 @@ func TestFacetsByCount(t *testing.T) {
 		}
 		if q.Text == "common" && len(got.Facets[FieldNode]) != 3 {
 			t.Errorf("common: node facet %v, want 3 nodes", got.Facets[FieldNode])
+		}
+	}
+}
+
+// TestPagesOfTiedTimes: paging through hits that share their time (vLLM
+// logs have seconds) returns every hit exactly once, pages found in a
+// window or by sorting all, in both orders, and pages past the timed hits
+// into the untimed ones too.
+func TestPagesOfTiedTimes(t *testing.T) {
+	x := openTest(t, Options{Shards: 3})
+	var evs []*parsers.Event
+	for i := range 600 {
+		e := ev(fmt.Sprintf("spark-%d", 1+i%2), "vllm.log", i+1, i/100, parsers.SourceVLLM, parsers.LevelInfo, "tied line")
+		evs = append(evs, e)
+	}
+	for i := range 90 {
+		e := ev("spark-3", "nccl.log", i+1, 0, parsers.SourceNCCL, parsers.LevelInfo, "tied untimed")
+		e.Time = time.Time{}
+		evs = append(evs, e)
+	}
+	addAll(t, x, evs)
+	for _, windowMin := range []int{1 << 30, 10} {
+		x.windowMin = windowMin
+		for _, sort := range []string{"", "time"} {
+			for _, size := range []int{7, 50} {
+				seen := map[string]int{}
+				var prev time.Time
+				for from := 0; from < len(evs); from += size {
+					res, err := x.Search(context.Background(), Query{Text: "tied", Sort: sort, From: from, Size: size})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, h := range res.Hits {
+						seen[h.ID]++
+						if !h.Time.IsZero() && !prev.IsZero() && (sort == "" && h.Time.After(prev) || sort == "time" && h.Time.Before(prev)) {
+							t.Fatalf("window %d sort %q size %d: %v after %v", windowMin, sort, size, h.Time, prev)
+						}
+						if !h.Time.IsZero() {
+							prev = h.Time
+						}
+					}
+				}
+				var twice int
+				for _, n := range seen {
+					if n > 1 {
+						twice++
+					}
+				}
+				if len(seen) != len(evs) || twice > 0 {
+					t.Errorf("window %d sort %q size %d: %d of %d hits seen, %d more than once", windowMin, sort, size, len(seen), len(evs), twice)
+				}
+			}
 		}
 	}
 }
