@@ -294,6 +294,25 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	for _, dm := range page.Hits {
 		res.Hits = append(res.Hits, hitFromMatch(dm))
 	}
+	if byTime {
+		// Hits of one time (a second of vLLM output) come in index order,
+		// shard by shard; shown by node and file in line order, in the
+		// page's direction, they read as the log did.
+		dir := -1
+		if q.Sort == "time" {
+			dir = 1
+		}
+		slices.SortStableFunc(res.Hits, func(a, b Hit) int {
+			if a.Time.IsZero() != b.Time.IsZero() { // untimed last either way
+				if a.Time.IsZero() {
+					return 1
+				}
+				return -1
+			}
+			return cmp.Or(dir*a.Time.Compare(b.Time), cmp.Compare(a.Node, b.Node), cmp.Compare(a.File, b.File),
+				dir*cmp.Compare(a.Offset, b.Offset))
+		})
+	}
 	if q.Highlight && len(res.Hits) > 0 {
 		if err := x.highlight(ctx, bq, res.Hits); err != nil {
 			return Result{}, err

@@ -262,7 +262,16 @@ func TestPagesOfTiedTimes(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for _, h := range res.Hits {
+					for i, h := range res.Hits {
+						// Within a page, one file's lines of one time read in
+						// the page's direction.
+						if i > 0 {
+							p := res.Hits[i-1]
+							if p.Time.Equal(h.Time) && p.Node == h.Node && p.File == h.File &&
+								(sort == "" && p.Line < h.Line || sort == "time" && p.Line > h.Line) {
+								t.Fatalf("sort %q: line %d after line %d of %s %s", sort, h.Line, p.Line, h.Node, h.File)
+							}
+						}
 						seen[h.ID]++
 						if !h.Time.IsZero() && !prev.IsZero() && (sort == "" && h.Time.After(prev) || sort == "time" && h.Time.Before(prev)) {
 							t.Fatalf("window %d sort %q size %d: %v after %v", windowMin, sort, size, h.Time, prev)
