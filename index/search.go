@@ -295,23 +295,7 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 		res.Hits = append(res.Hits, hitFromMatch(dm))
 	}
 	if byTime {
-		// Hits of one time (a second of vLLM output) come in index order,
-		// shard by shard; shown by node and file in line order, in the
-		// page's direction, they read as the log did.
-		dir := -1
-		if q.Sort == "time" {
-			dir = 1
-		}
-		slices.SortStableFunc(res.Hits, func(a, b Hit) int {
-			if a.Time.IsZero() != b.Time.IsZero() { // untimed last either way
-				if a.Time.IsZero() {
-					return 1
-				}
-				return -1
-			}
-			return cmp.Or(dir*a.Time.Compare(b.Time), cmp.Compare(a.Node, b.Node), cmp.Compare(a.File, b.File),
-				dir*cmp.Compare(a.Offset, b.Offset))
-		})
+		sortTies(res.Hits, q.Sort != "time")
 	}
 	if q.Highlight && len(res.Hits) > 0 {
 		if err := x.highlight(ctx, bq, res.Hits); err != nil {
@@ -333,6 +317,27 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	res.Took = time.Since(start)
 	return res, nil
+}
+
+// sortTies orders the hits of one time by node and file in line order,
+// newest (last line) first when newestFirst, untimed hits last. A page
+// brings them in index order, shard by shard; a second of vLLM output then
+// reads as the log did.
+func sortTies(hits []Hit, newestFirst bool) {
+	dir := 1
+	if newestFirst {
+		dir = -1
+	}
+	slices.SortStableFunc(hits, func(a, b Hit) int {
+		if a.Time.IsZero() != b.Time.IsZero() {
+			if a.Time.IsZero() {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Or(dir*a.Time.Compare(b.Time), cmp.Compare(a.Node, b.Node), cmp.Compare(a.File, b.File),
+			dir*cmp.Compare(a.Offset, b.Offset))
+	})
 }
 
 // request is a search for a page of hits of q (size 0: none).
