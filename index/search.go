@@ -239,8 +239,8 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	default:
 		return Result{}, fmt.Errorf("search: bad sort %q (want -time, time or score)", q.Sort)
 	}
-	// A page in time order is found apart from the counts (see timePage):
-	// the first request only counts, facets and histograms.
+	// A page in time order is found apart from the count (see timePage):
+	// the first request only counts.
 	byTime := size > 0 && q.Sort != "score"
 	req := x.request(bq, q, size, from, sortBy)
 	if byTime {
@@ -262,32 +262,28 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 			}
 		}
 		buckets = makeBuckets(lo, hi, q.Histogram)
-		if len(buckets) > 0 {
-			fr := bleve.NewFacetRequest(FieldTimeSort, len(buckets))
-			for i, b := range buckets {
-				fr.AddDateTimeRange(strconv.Itoa(i), b.Start, b.End)
-			}
-			req.AddFacet("_histogram", fr)
-		}
 	}
 	sr, err := x.alias.SearchInContext(ctx, req)
 	if err != nil {
 		return Result{}, fmt.Errorf("search: %w", err)
 	}
-	// Facets and the page are separate searches over the same hits: run
-	// them side by side.
+	// Facets, the histogram and the page are separate passes over the same
+	// hits: run them side by side.
 	var facets map[string][]FacetTerm
-	var facetsErr error
+	var facetsErr, histErr error
 	var wg sync.WaitGroup
 	if q.Facets {
 		wg.Go(func() { facets, facetsErr = x.facets(ctx, q, bq, sr.Total) })
+	}
+	if sr.Total > 0 {
+		wg.Go(func() { histErr = x.histogram(ctx, bq, buckets) })
 	}
 	page := sr
 	if byTime {
 		page, err = x.timePage(ctx, q, bq, sr.Total, size, from, sortBy)
 	}
 	wg.Wait()
-	if err = cmp.Or(err, facetsErr); err != nil {
+	if err = cmp.Or(err, facetsErr, histErr); err != nil {
 		return Result{}, err
 	}
 	res := Result{Total: sr.Total, Hits: make([]Hit, 0, len(page.Hits)), Facets: facets}
@@ -300,13 +296,6 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if q.Highlight && len(res.Hits) > 0 {
 		if err := x.highlight(ctx, bq, res.Hits); err != nil {
 			return Result{}, err
-		}
-	}
-	if fr, ok := sr.Facets["_histogram"]; ok {
-		for _, dr := range fr.DateRanges {
-			if i, err := strconv.Atoi(dr.Name); err == nil && i >= 0 && i < len(buckets) {
-				buckets[i].Count = dr.Count
-			}
 		}
 	}
 	res.Histogram = buckets

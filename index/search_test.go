@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -291,6 +292,62 @@ func TestPagesOfTiedTimes(t *testing.T) {
 					t.Errorf("window %d sort %q size %d: %d of %d hits seen, %d more than once", windowMin, sort, size, len(seen), len(evs), twice)
 				}
 			}
+		}
+	}
+}
+
+// TestHistogramCounts: each bucket counts the hits whose time is in
+// [start, end), events on bucket edges, before 1970 and without time
+// included, with and without a time filter and size, against a count by
+// hand.
+func TestHistogramCounts(t *testing.T) {
+	x := openTest(t, Options{Shards: 2})
+	var evs []*parsers.Event
+	for i := range 500 {
+		msg := "hist"
+		if i%3 == 0 {
+			msg += " third"
+		}
+		e := ev(fmt.Sprintf("spark-%d", 1+i%2), "h.log", i+1, 0, parsers.SourceRay, parsers.LevelInfo, msg)
+		switch {
+		case i%50 == 0:
+			e.Time = time.Time{}
+		case i%7 == 0: // on a 10 s edge
+			e.Time = t0.Add(time.Duration(i/7*10) * time.Second)
+		default:
+			e.Time = t0.Add(time.Duration(i) * 1713 * time.Millisecond)
+		}
+		evs = append(evs, e)
+	}
+	evs[1].Time = time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC)
+	addAll(t, x, evs)
+	for _, q := range []Query{
+		{Text: "hist", Histogram: 40},
+		{Text: "third", Histogram: 7, Size: -1},
+		{Text: "hist", Histogram: 100, Since: t0.Add(100 * time.Second), Until: t0.Add(400 * time.Second)},
+		{Text: "hist", Histogram: 3, Since: time.Date(1969, 1, 1, 0, 0, 0, 0, time.UTC), Until: t0},
+	} {
+		res, err := x.Search(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Histogram) == 0 {
+			t.Fatalf("%+v: no histogram", q)
+		}
+		var got, want []int
+		for _, b := range res.Histogram {
+			got = append(got, b.Count)
+			n := 0
+			for _, e := range evs {
+				if !e.Time.IsZero() && !e.Time.Before(b.Start) && e.Time.Before(b.End) && strings.Contains(e.Message, q.Text) &&
+					(q.Since.IsZero() || !e.Time.Before(q.Since)) && (q.Until.IsZero() || e.Time.Before(q.Until)) {
+					n++
+				}
+			}
+			want = append(want, n)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%+v: histogram %v, want %v", q, got, want)
 		}
 	}
 }
