@@ -3,6 +3,7 @@ package index
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -10,50 +11,61 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 )
 
-// Facets of many hits are counted term by term: reading four doc values
-// per hit cost ~200 ms for 184k hits in 4.3M events, while the hits having
-// one value of a field are an intersection of postings, a few ms each.
-// Fields with more values than facetMaxTerms, and results with fewer hits
-// than facetCountMin, take Bleve's facets.
+// Facets are counted term by term in a tally: Bleve's facets read doc
+// values hit by hit, 148 ms for 10k hits in 5M events where the tally took
+// 5 ms. Only fields with more values than facetMaxTerms take Bleve's.
 const (
-	facetCountMin = 20000
 	facetMaxTerms = 64
 	facetSize     = 50 // terms returned per field
 )
 
 // facets counts the hits of bq (total of them) per value of each facet
-// field.
-func (x *Index) facets(ctx context.Context, q Query, bq query.Query, total uint64) (map[string][]FacetTerm, error) {
-	out := make(map[string][]FacetTerm, len(FacetFields))
+// field when q asks for facets (else it returns nil), and per bucket of
+// buckets, which it fills in.
+func (x *Index) facets(ctx context.Context, q Query, bq query.Query, total uint64, buckets []Bucket) (map[string][]FacetTerm, error) {
+	var out map[string][]FacetTerm
 	var slow []string // fields for Bleve's facets
-	for _, f := range FacetFields {
-		out[f] = []FacetTerm{}
-		if total == 0 {
-			continue
-		}
-		vals, err := x.fieldTerms(f, facetMaxTerms)
-		if err != nil {
-			return nil, err
-		}
-		if total < uint64(x.facetMin) || vals == nil {
-			slow = append(slow, f)
-			continue
-		}
-		for _, v := range vals {
-			tq := bleve.NewTermQuery(v)
-			tq.SetField(f)
-			sr, err := x.alias.SearchInContext(ctx, x.request(and(bq, tq), q, 0, 0, nil))
+	byTerm := map[string][]string{}
+	if q.Facets {
+		out = make(map[string][]FacetTerm, len(FacetFields))
+		for _, f := range FacetFields {
+			out[f] = []FacetTerm{}
+			if total == 0 {
+				continue
+			}
+			vals, err := x.fieldTerms(f, facetMaxTerms)
 			if err != nil {
-				return nil, fmt.Errorf("search facets: %w", err)
+				return nil, err
 			}
-			if sr.Total > 0 {
-				out[f] = append(out[f], FacetTerm{Term: v, Count: int(sr.Total)})
+			if vals == nil || x.bleveFacets {
+				slow = append(slow, f)
+				continue
 			}
+			byTerm[f] = vals
 		}
-		slices.SortFunc(out[f], func(a, b FacetTerm) int {
-			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Term, b.Term))
-		})
-		out[f] = out[f][:min(len(out[f]), facetSize)]
+	}
+	if total > 0 && (len(byTerm) > 0 || len(buckets) > 0) {
+		counts, err := x.tally(ctx, bq, byTerm, buckets)
+		if errors.Is(err, errNoBitmaps) {
+			for f := range byTerm {
+				slow = append(slow, f)
+			}
+			counts, err = x.tally(ctx, bq, nil, buckets)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("search facets: %w", err)
+		}
+		for f, c := range counts {
+			for v, n := range c {
+				if n > 0 {
+					out[f] = append(out[f], FacetTerm{Term: v, Count: n})
+				}
+			}
+			slices.SortFunc(out[f], func(a, b FacetTerm) int {
+				return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Term, b.Term))
+			})
+			out[f] = out[f][:min(len(out[f]), facetSize)]
+		}
 	}
 	if len(slow) == 0 {
 		return out, nil

@@ -82,9 +82,10 @@ type Index struct {
 	shards  []*shard
 	alias   bleve.IndexAlias
 	builder docBuilder
-	// windowMin and facetMin are windowMinHits and facetCountMin; tests
-	// lower them.
-	windowMin, facetMin int
+	// windowMin is windowMinHits; tests lower it.
+	windowMin int
+	// bleveFacets makes facets Bleve's only, for tests that compare.
+	bleveFacets bool
 
 	// Time bounds of the indexed events (see Bounds).
 	boundsMu    sync.Mutex
@@ -149,7 +150,6 @@ func Open(dir string, opts Options) (*Index, error) {
 		log:       opts.Logger,
 		mapping:   NewMapping(),
 		windowMin: windowMinHits,
-		facetMin:  facetCountMin,
 	}
 	x.builder = newDocBuilder(x.mapping)
 	members := make([]bleve.Index, 0, m.Shards)

@@ -267,23 +267,20 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("search: %w", err)
 	}
-	// Facets, the histogram and the page are separate passes over the same
-	// hits: run them side by side.
+	// Facets with the histogram, and the page, are separate passes over the
+	// same hits: run them side by side.
 	var facets map[string][]FacetTerm
-	var facetsErr, histErr error
+	var facetsErr error
 	var wg sync.WaitGroup
-	if q.Facets {
-		wg.Go(func() { facets, facetsErr = x.facets(ctx, q, bq, sr.Total) })
-	}
-	if sr.Total > 0 {
-		wg.Go(func() { histErr = x.histogram(ctx, bq, buckets) })
+	if q.Facets || len(buckets) > 0 {
+		wg.Go(func() { facets, facetsErr = x.facets(ctx, q, bq, sr.Total, buckets) })
 	}
 	page := sr
 	if byTime {
 		page, err = x.timePage(ctx, q, bq, sr.Total, size, from, sortBy)
 	}
 	wg.Wait()
-	if err = cmp.Or(err, facetsErr, histErr); err != nil {
+	if err = cmp.Or(err, facetsErr); err != nil {
 		return Result{}, err
 	}
 	res := Result{Total: sr.Total, Hits: make([]Hit, 0, len(page.Hits)), Facets: facets}

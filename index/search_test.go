@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blevesearch/bleve/v2"
+
 	"github.com/faultline/faultline/parsers"
 )
 
@@ -194,7 +196,7 @@ func TestContextWidens(t *testing.T) {
 	}
 }
 
-// TestFacetsByCount: facets counted value by value (for many hits) equal
+// TestFacetsByCount: facets counted value by value in a tally equal
 // Bleve's facets over the same hits, with filters and time ranges.
 func TestFacetsByCount(t *testing.T) {
 	x := openTest(t, Options{Shards: 2})
@@ -214,12 +216,12 @@ func TestFacetsByCount(t *testing.T) {
 		{Text: "nothing-matches"}, {Text: "common", Sort: "score"},
 	} {
 		q.Facets = true
-		x.facetMin = 1 << 30
+		x.bleveFacets = true
 		want, err := x.Search(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		x.facetMin = 1
+		x.bleveFacets = false
 		got, err := x.Search(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
@@ -348,6 +350,57 @@ func TestHistogramCounts(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%+v: histogram %v, want %v", q, got, want)
+		}
+	}
+}
+
+// TestTallyTerms: a tally's counts of hits per term, by intersecting
+// bitmaps, are what a search per term gives, over several segments, with documents
+// replaced (deleted in older segments) and terms missing from some.
+func TestTallyTerms(t *testing.T) {
+	x := openTest(t, Options{Shards: 2})
+	levels := []string{parsers.LevelInfo, parsers.LevelWarning, parsers.LevelError}
+	mk := func(i int, level string) *parsers.Event {
+		return ev(fmt.Sprintf("spark-%d", 1+i%3), "c.log", i+1, i, parsers.SourceRay, level, fmt.Sprintf("word%d common", i%5))
+	}
+	for batch := range 4 {
+		var evs []*parsers.Event
+		for i := batch * 300; i < batch*300+300; i++ {
+			evs = append(evs, mk(i, levels[i%2])) // no errors yet
+		}
+		addAll(t, x, evs)
+	}
+	var again []*parsers.Event
+	for i := 0; i < 1200; i += 7 {
+		again = append(again, mk(i, parsers.LevelError))
+	}
+	addAll(t, x, again)
+	ctx := context.Background()
+	values := map[string][]string{FieldNode: {"spark-1", "spark-2", "spark-3", "spark-9"}, FieldLevel: levels}
+	for _, text := range []string{"common", "word2", "word1 OR word3", "nothing-matches"} {
+		bq, err := BuildQuery(Query{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := x.tally(ctx, bq, values, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for f, terms := range values {
+			for _, v := range terms {
+				tq := bleve.NewTermQuery(v)
+				tq.SetField(f)
+				want, err := x.count(ctx, and(bq, tq))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got[f][v] != int(want) {
+					t.Errorf("%q %s:%s: %d by bitmaps, %d by search", text, f, v, got[f][v], want)
+				}
+			}
+		}
+		if text == "common" && got[FieldLevel][parsers.LevelError] != len(again) {
+			t.Errorf("common: %d errors, want the %d replaced events", got[FieldLevel][parsers.LevelError], len(again))
 		}
 	}
 }
