@@ -107,7 +107,7 @@ func timeRangeInclusive(lo, hi int64) query.Query {
 		return bleve.NewMatchNoneQuery()
 	}
 	var pieces []query.Query
-	splitTimeRange(sortable(lo), sortable(hi), len(timeShifts)-1, &pieces)
+	splitTimeRange(sortable(lo), sortable(hi), len(timeShifts)-1, edgeLevel, &pieces)
 	if len(pieces) == 1 {
 		return pieces[0]
 	}
@@ -147,14 +147,23 @@ func (a anyOf) Searcher(ctx context.Context, i bindex.IndexReader, m mapping.Ind
 	return searcher.NewDisjunctionSearcher(ctx, i, ss, 0, options)
 }
 
+// edgeLevel is the bucket width (index in timeShifts: 4.3 s) at which a
+// range's edges are cut by exact times from doc values instead of by ever
+// finer buckets: a one-minute range took some 270 terms to the nanosecond,
+// looked up in every segment (36 ms over 5M events); with its edges
+// filtered it takes about 15, and the filter reads the times of at most
+// two buckets' worth of candidates.
+const edgeLevel = 2
+
 // splitTimeRange adds the queries for [a, b] (sortable, inclusive) using
-// the widths timeShifts[:level+1] and the exact terms.
-func splitTimeRange(a, b uint64, level int, out *[]query.Query) {
+// the widths timeShifts[floor:level+1]; what is left at the edges, within
+// buckets of the floor width, is filtered by exact time.
+func splitTimeRange(a, b uint64, level, floor int, out *[]query.Query) {
 	if a > b {
 		return
 	}
-	if level < 0 {
-		*out = append(*out, termRange(FieldTimeSort, a, b, 0))
+	if level < floor {
+		*out = append(*out, edgeFilter{buckets: termRange(FieldTime, a, b, timeShifts[floor]), lo: a, hi: b})
 		return
 	}
 	s := timeShifts[level]
@@ -163,27 +172,73 @@ func splitTimeRange(a, b uint64, level int, out *[]query.Query) {
 	first, last := a, b
 	if a&mask != 0 {
 		if a|mask == math.MaxUint64 {
-			splitTimeRange(a, b, level-1, out)
+			splitTimeRange(a, b, level-1, floor, out)
 			return
 		}
 		first = a | mask + 1
 	}
 	if b&mask != mask {
 		if b&^mask == 0 {
-			splitTimeRange(a, b, level-1, out)
+			splitTimeRange(a, b, level-1, floor, out)
 			return
 		}
 		last = b&^mask - 1
 	}
 	if first > last { // no whole bucket
-		splitTimeRange(a, b, level-1, out)
+		splitTimeRange(a, b, level-1, floor, out)
 		return
 	}
 	*out = append(*out, termRange(FieldTime, first, last, s))
 	if first > a {
-		splitTimeRange(a, first-1, level-1, out)
+		splitTimeRange(a, first-1, level-1, floor, out)
 	}
 	if last < b {
-		splitTimeRange(last+1, b, level-1, out)
+		splitTimeRange(last+1, b, level-1, floor, out)
 	}
+}
+
+// edgeFilter matches the events of buckets whose exact time, read from doc
+// values, is in [lo, hi] (sortable): the buckets at a range's edges hold
+// events on both sides of it.
+type edgeFilter struct {
+	buckets query.Query
+	lo, hi  uint64
+}
+
+func (f edgeFilter) Searcher(ctx context.Context, i bindex.IndexReader, m mapping.IndexMapping,
+	options search.SearcherOptions) (search.Searcher, error) {
+	s, err := f.buckets.Searcher(ctx, i, m, options)
+	if err != nil {
+		return nil, err
+	}
+	if _, none := s.(*searcher.MatchNoneSearcher); none {
+		return s, nil
+	}
+	dvr, err := i.DocValueReader([]string{FieldTimeSort})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	var in bool
+	visit := func(_ string, term []byte) {
+		if ns, ok := exactTime(term); ok {
+			u := sortable(ns)
+			in = u >= f.lo && u <= f.hi
+		}
+	}
+	return searcher.NewFilteringSearcher(ctx, s, func(_ *search.SearchContext, d *search.DocumentMatch) bool {
+		in = false
+		// A doc value that cannot be read leaves the event out, as Bleve's
+		// own sort and facets do.
+		return dvr.VisitDocValues(d.IndexInternalID, visit) == nil && in
+	}), nil
+}
+
+// exactTime decodes a term of time_sort (shift 0) to nanoseconds.
+func exactTime(term []byte) (int64, bool) {
+	if shift, err := numeric.PrefixCoded(term).Shift(); err != nil || shift != 0 {
+		return 0, false
+	}
+	ns, err := numeric.PrefixCoded(term).Int64()
+	return ns, err == nil
 }

@@ -46,6 +46,22 @@ func pieceMatches(t *testing.T, q query.Query, v int64) bool {
 		return u>>s >= lo && u>>s <= hi
 	case *query.MatchNoneQuery:
 		return false
+	case edgeFilter:
+		// Buckets of the edge width around [lo, hi], cut to it exactly.
+		var term string
+		switch b := q.buckets.(type) {
+		case *query.TermQuery:
+			term = b.Term
+		case *query.TermRangeQuery:
+			term = b.Min
+		}
+		if s, _ := level(FieldTime, term); s != timeShifts[edgeLevel] {
+			t.Fatalf("edge filter over buckets of shift %d", s)
+		}
+		if !pieceMatches(t, q.buckets, int64(q.lo^1<<63)) || !pieceMatches(t, q.buckets, int64(q.hi^1<<63)) {
+			t.Fatalf("edge filter's buckets %#v miss its range [%d, %d]", q.buckets, q.lo, q.hi)
+		}
+		return pieceMatches(t, q.buckets, v) && u >= q.lo && u <= q.hi
 	}
 	t.Fatalf("unexpected piece %T", q)
 	return false

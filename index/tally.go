@@ -9,7 +9,6 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
-	"github.com/blevesearch/bleve/v2/numeric"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	bindex "github.com/blevesearch/bleve_index_api"
@@ -121,11 +120,8 @@ func (x *Index) shardTally(ctx context.Context, s *shard, bq query.Query, values
 			return out, err
 		}
 		visit = func(_ string, term []byte) {
-			if shift, err := numeric.PrefixCoded(term).Shift(); err != nil || shift != 0 {
-				return
-			}
-			ns, err := numeric.PrefixCoded(term).Int64()
-			if err != nil || ns < bk.start {
+			ns, ok := exactTime(term)
+			if !ok || ns < bk.start {
 				return
 			}
 			if b := (ns - bk.start) / bk.width; b < int64(bk.n) {
