@@ -113,8 +113,8 @@ type meta struct {
 
 // metaVersion is the layout of the shards' documents; an index of another
 // version cannot be searched correctly (2: time buckets, exact numbers and
-// one stored event blob).
-const metaVersion = 2
+// one stored event blob; 3: time buckets from 4.3 s up).
+const metaVersion = 3
 
 // ErrReadOnly is returned by Add on an index opened with Options.ReadOnly.
 var ErrReadOnly = errors.New("index: opened read-only")

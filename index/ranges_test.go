@@ -47,7 +47,7 @@ func pieceMatches(t *testing.T, q query.Query, v int64) bool {
 	case *query.MatchNoneQuery:
 		return false
 	case edgeFilter:
-		// Buckets of the edge width around [lo, hi], cut to it exactly.
+		// Buckets of the finest width around [lo, hi], cut to it exactly.
 		var term string
 		switch b := q.buckets.(type) {
 		case *query.TermQuery:
@@ -55,7 +55,7 @@ func pieceMatches(t *testing.T, q query.Query, v int64) bool {
 		case *query.TermRangeQuery:
 			term = b.Min
 		}
-		if s, _ := level(FieldTime, term); s != timeShifts[edgeLevel] {
+		if s, _ := level(FieldTime, term); s != timeShifts[0] {
 			t.Fatalf("edge filter over buckets of shift %d", s)
 		}
 		if !pieceMatches(t, q.buckets, int64(q.lo^1<<63)) || !pieceMatches(t, q.buckets, int64(q.hi^1<<63)) {
