@@ -366,7 +366,11 @@ func TestTallyTerms(t *testing.T) {
 	for batch := range 4 {
 		var evs []*parsers.Event
 		for i := batch * 300; i < batch*300+300; i++ {
-			evs = append(evs, mk(i, levels[i%2])) // no errors yet
+			e := mk(i, levels[i%2]) // no errors yet
+			if batch == 1 {
+				e.Container = "" // segments without the field at all
+			}
+			evs = append(evs, e)
 		}
 		addAll(t, x, evs)
 	}
@@ -376,7 +380,8 @@ func TestTallyTerms(t *testing.T) {
 	}
 	addAll(t, x, again)
 	ctx := context.Background()
-	values := map[string][]string{FieldNode: {"spark-1", "spark-2", "spark-3", "spark-9"}, FieldLevel: levels}
+	values := map[string][]string{FieldNode: {"spark-1", "spark-2", "spark-3", "spark-9"}, FieldLevel: levels,
+		FieldContainer: {"vllm"}}
 	for _, text := range []string{"common", "word2", "word1 OR word3", "nothing-matches"} {
 		bq, err := BuildQuery(Query{Text: text})
 		if err != nil {
