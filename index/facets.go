@@ -19,10 +19,10 @@ const (
 	facetSize     = 50 // terms returned per field
 )
 
-// facets counts the hits of bq (total of them) per value of each facet
-// field when q asks for facets (else it returns nil), and per bucket of
-// buckets, which it fills in.
-func (x *Index) facets(ctx context.Context, q Query, bq query.Query, total uint64, buckets []Bucket) (map[string][]FacetTerm, error) {
+// facetsAndHistogram counts the hits of bq (total of them) per value of
+// each facet field when q asks for facets (else it returns nil), and per
+// bucket of buckets, which it fills in.
+func (x *Index) facetsAndHistogram(ctx context.Context, q Query, bq query.Query, total uint64, buckets []Bucket) (map[string][]FacetTerm, error) {
 	var out map[string][]FacetTerm
 	var slow []string // fields for Bleve's facets
 	byTerm := map[string][]string{}
@@ -50,7 +50,10 @@ func (x *Index) facets(ctx context.Context, q Query, bq query.Query, total uint6
 			for f := range byTerm {
 				slow = append(slow, f)
 			}
-			counts, err = x.tally(ctx, bq, nil, buckets)
+			counts, err = nil, nil
+			if len(buckets) > 0 {
+				_, err = x.tally(ctx, bq, nil, buckets)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("search facets: %w", err)

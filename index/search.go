@@ -273,7 +273,7 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	var facetsErr error
 	var wg sync.WaitGroup
 	if q.Facets || len(buckets) > 0 {
-		wg.Go(func() { facets, facetsErr = x.facets(ctx, q, bq, sr.Total, buckets) })
+		wg.Go(func() { facets, facetsErr = x.facetsAndHistogram(ctx, q, bq, sr.Total, buckets) })
 	}
 	page := sr
 	if byTime {
