@@ -23,6 +23,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
@@ -193,6 +194,9 @@ func mergeConfig(file string, fs *pflag.FlagSet, fc *fileConfig) error {
 		}
 		return fmt.Errorf("--config %s: %w", file, err)
 	}
+	if err := checkIntegers(file, b); err != nil {
+		return err
+	}
 	set := func(name string, apply func()) {
 		if !fs.Changed(name) {
 			apply()
@@ -227,6 +231,40 @@ func mergeConfig(file string, fs *pflag.FlagSet, fc *fileConfig) error {
 	}
 	if y.MaxBytes != 0 {
 		set("stream-max-bytes", func() { fc.MaxBytes = y.MaxBytes })
+	}
+	return nil
+}
+
+// intKeys are the whole-number settings of the config file: the YAML
+// library would read batch-bytes: 1.5 as 1 without a word.
+var intKeys = map[string]bool{"batch-bytes": true, "max-in-flight": true, "stream-max-bytes": true}
+
+// checkIntegers refuses a value of intKeys that is not a whole number,
+// naming its line and column. The file has already been decoded.
+func checkIntegers(file string, b []byte) error {
+	f, err := parser.ParseBytes(b, 0)
+	if err != nil {
+		return nil // decoding reported it
+	}
+	for _, doc := range f.Docs {
+		var pairs []*ast.MappingValueNode
+		switch body := doc.Body.(type) {
+		case *ast.MappingNode:
+			pairs = body.Values
+		case *ast.MappingValueNode:
+			pairs = []*ast.MappingValueNode{body}
+		}
+		for _, kv := range pairs {
+			if !intKeys[kv.Key.String()] {
+				continue
+			}
+			switch kv.Value.(type) {
+			case *ast.IntegerNode, *ast.NullNode:
+				continue
+			}
+			pos := kv.Value.GetToken().Position
+			return fmt.Errorf("--config %s:%d:%d: %s must be a whole number, not %s", file, pos.Line, pos.Column, kv.Key, kv.Value)
+		}
 	}
 	return nil
 }

@@ -131,6 +131,8 @@ func TestConfigFileErrors(t *testing.T) {
 		{"bad-duration", "node: a\nbatch-wait: forever\n", `^--config FILE:2:13: time: invalid duration "forever"$`},
 		{"duration-without-unit", "batch-wait: 25\n", `^--config FILE:1:13: 25 is not a duration`},
 		{"string-for-number", "batch-bytes: lots\n", `^--config FILE:1:14: cannot unmarshal string into .*int`},
+		{"fraction-for-integer", "node: a\nbatch-bytes: 1.5\n", `^--config FILE:2:14: batch-bytes must be a whole number, not 1.5$`},
+		{"fraction-alone", "max-in-flight: 0.5\n", `^--config FILE:1:16: max-in-flight must be a whole number, not 0.5$`},
 		{"string-for-list", "path: /var/log/a.log\n", `^--config FILE:1:7: string was used where sequence is expected$`},
 	}
 	for _, tt := range tests {
