@@ -256,7 +256,7 @@ func TestPagesOfTiedTimes(t *testing.T) {
 	addAll(t, x, evs)
 	for _, windowMin := range []int{1 << 30, 10} {
 		x.windowMin = windowMin
-		for _, sort := range []string{"", "time"} {
+		for _, sort := range []string{"", "time", "score"} {
 			for _, size := range []int{7, 50} {
 				seen := map[string]int{}
 				var prev time.Time
