@@ -96,7 +96,7 @@ func (x *Index) shardTally(ctx context.Context, s *shard, bq query.Query, values
 	// A hit's internal ID is its number in the reader's snapshot: the
 	// segments' documents, deleted ones included, one after the other.
 	var segs []*scorch.SegmentSnapshot
-	var ends []uint64
+	var starts, ends []uint64 // of each segment's numbers
 	var hits []*roaring.Bitmap
 	if len(values) > 0 {
 		snap, ok := r.(*scorch.IndexSnapshot)
@@ -104,9 +104,10 @@ func (x *Index) shardTally(ctx context.Context, s *shard, bq query.Query, values
 			return out, errNoBitmaps
 		}
 		segs = snap.Segments()
-		ends = make([]uint64, len(segs))
+		starts, ends = make([]uint64, len(segs)), make([]uint64, len(segs))
 		var end uint64
 		for i, ss := range segs {
+			starts[i] = end
 			end += ss.Segment().Count()
 			ends[i] = end
 		}
@@ -164,7 +165,7 @@ func (x *Index) shardTally(ctx context.Context, s *shard, bq query.Query, values
 			if hits[seg] == nil {
 				hits[seg] = roaring.New()
 			}
-			hits[seg].Add(uint32(num - (ends[seg] - segs[seg].Segment().Count())))
+			hits[seg].Add(uint32(num - starts[seg]))
 		}
 		sctx.DocumentMatchPool.Put(dm)
 	}
