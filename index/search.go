@@ -228,8 +228,8 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	from := max(q.From, 0)
 	var sortBy []string
 	switch q.Sort {
-	// No _id tie-breaker: it costs an ID lookup per hit, and times are in
-	// nanoseconds.
+	// No _id tie-breaker (an ID lookup per hit): pages in time order break
+	// ties by shard and index order (searchPage), then by line (sortTies).
 	case "", "-time":
 		sortBy = []string{"-" + FieldTimeSort}
 	case "time":
