@@ -64,7 +64,7 @@ func checkEvent(t *testing.T, name string, ev Event, w parseWant) {
 }
 
 // TestParseLines checks one-line records: real lines from every corpus file
-// (/work/shared/corpus, copied here) and the log-formats.md examples.
+// (testdata/logs/real) and the log-formats.md examples.
 func TestParseLines(t *testing.T) {
 	tests := []struct {
 		name string

@@ -38,7 +38,15 @@ type Engine struct {
 	clusters map[string]*clusterState
 	findings map[string]*Finding
 	ruleOf   map[string]*Rule // finding id -> rule that raised it
-	errors   map[string]string
+	errors   map[string]*ErrorStat
+}
+
+// ErrorStat counts a rule's runtime expression errors (a condition calling
+// max() on an empty list, say): such a rule silently never fires, so the
+// count is reported (metrics, diagnose's summary, rules test).
+type ErrorStat struct {
+	Count int
+	Last  string // the last error's text
 }
 
 type clusterState struct {
@@ -210,7 +218,7 @@ func NewEngine(rules []*Rule) *Engine {
 		clusters: map[string]*clusterState{},
 		findings: map[string]*Finding{},
 		ruleOf:   map[string]*Rule{},
-		errors:   map[string]string{},
+		errors:   map[string]*ErrorStat{},
 	}
 }
 
@@ -230,15 +238,25 @@ func (e *Engine) Rules() []*Rule {
 	return append([]*Rule(nil), e.rules...)
 }
 
-// Errors returns the last evaluation error of each rule that had one.
-func (e *Engine) Errors() map[string]string {
+// Errors returns, per rule id, the runtime expression errors counted so far.
+func (e *Engine) Errors() map[string]ErrorStat {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := map[string]string{}
+	out := make(map[string]ErrorStat, len(e.errors))
 	for k, v := range e.errors {
-		out[k] = v
+		out[k] = *v
 	}
 	return out
+}
+
+func (e *Engine) countError(ruleID string, err error) {
+	st := e.errors[ruleID]
+	if st == nil {
+		st = &ErrorStat{}
+		e.errors[ruleID] = st
+	}
+	st.Count++
+	st.Last = err.Error()
 }
 
 // Launch markers. A new `vllm serve` (its version banner) or a restarted Ray
@@ -568,7 +586,7 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 	env := r.env(ls)
 	ok, err := expr.Run(r.condition, env)
 	if err != nil {
-		e.errors[r.ID] = err.Error()
+		e.countError(r.ID, err)
 		return nil
 	}
 	if b, _ := ok.(bool); !b {

@@ -60,6 +60,11 @@ type MatchSpec struct {
 	// Self marks a value as a property of the node that logged it (a node
 	// stating its own IP), so summaries can say which node a value belongs to.
 	Self bool `yaml:"self"`
+	// Note says where a wording comes from when no real log in
+	// testdata/logs/real shows it: the upstream file and the versions that
+	// print it (`analyzer rules coverage` accepts a matcher without hits
+	// only with a note).
+	Note string `yaml:"note"`
 }
 
 // RuledOutSpec names a neighbouring cause that the facts exclude.
