@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -145,13 +144,19 @@ func replayNode(ctx context.Context, src, dst string, pace time.Duration) error 
 	return nil
 }
 
-// splitLines splits b after each newline, keeping the newlines.
+// splitLines splits b after each newline, keeping the newlines; a last line
+// without one stays without one. The lines are slices of b, which the
+// caller owns and never changes: a bufio.Scanner's lines would alias its
+// buffer, which it reuses, and the replayed copy would be corrupted.
 func splitLines(b []byte) [][]byte {
 	var out [][]byte
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		out = append(out, append(sc.Bytes(), '\n'))
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return append(out, b)
+		}
+		out = append(out, b[:i+1])
+		b = b[i+1:]
 	}
 	return out
 }
