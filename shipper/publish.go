@@ -371,7 +371,11 @@ func (p *Publisher) publishOnce(ctx context.Context, msg *nats.Msg) error {
 	select {
 	case ack := <-paf.Ok():
 		if ack.Duplicate {
+			// Expected after a lost state dir or a retry whose first
+			// attempt was stored: the stream has these records already.
 			p.metrics.duplicates.Inc()
+			p.log.Debug("batch dropped as a duplicate: the stream already holds it",
+				"id", msg.Header.Get(wire.HeaderMsgID), "records", msg.Header.Get(wire.HeaderCount), "subject", msg.Subject)
 		}
 		return nil
 	case err := <-paf.Err():

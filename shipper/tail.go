@@ -166,11 +166,13 @@ func (sh *Shipper) newCursor(src source, f *os.File) (*cursor, error) {
 	return c, nil
 }
 
-// newStdinCursor reads r (piped `docker logs -f`). Its file identity is the
-// constant "stdin" so the same piped bytes get the same record IDs on every
-// run; nothing is persisted.
+// newStdinCursor reads r (piped `docker logs -f`); nothing is persisted.
+// A pipe has no identity to resume, so each run is a generation of its own:
+// the same bytes piped again are a new run, stored beside the first instead
+// of being dropped by JetStream as its duplicates (retries within a run
+// keep their IDs, so de-duplication still covers them).
 func (sh *Shipper) newStdinCursor(r io.Reader) *cursor {
-	c := &cursor{sh: sh, src: source{path: "-", display: "-"}, f: r, log: sh.log.With("file", "-")}
+	c := &cursor{sh: sh, src: source{path: "-", display: "-"}, f: r, gen: newGen(), log: sh.log.With("file", "-")}
 	c.init()
 	return c
 }
@@ -180,7 +182,7 @@ func newGen() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
 func (c *cursor) fileID() string {
 	switch {
 	case c.key == "":
-		return "stdin"
+		return "stdin~" + c.gen
 	case c.gen != "":
 		return c.key + "~" + c.gen
 	}
