@@ -59,6 +59,7 @@ type launchState struct {
 	marked   bool // a launch marker was seen (else: logs started mid-launch)
 	vllmSeen bool
 	healthy  bool
+	failed   bool // a failure signal was seen (see failureLiterals)
 	start    time.Time
 	facts    map[string]*factState // rule id + "/" + fact name
 }
@@ -202,6 +203,9 @@ func buildIndex(rules []*Rule) *matchIndex {
 		j := intern(lit)
 		idx.markOf[j] |= 1 << bit
 	}
+	for _, lit := range failureLiterals {
+		idx.markOf[intern(lit)] |= 1 << markFailed
+	}
 	idx.ac = newLiteralScanner(lits)
 	return idx
 }
@@ -266,11 +270,29 @@ const (
 	markVLLM
 	markHealthy
 	markUvicorn
+	markFailed
 )
 
 // markerLiterals are found by the same Aho-Corasick pass as the matchers'
-// literals (indexed by the mark constants).
+// literals (indexed by the mark constants; every failure literal stands for
+// markFailed).
 var markerLiterals = [...]string{rayHeadStart, "server version", "startup complete", "Uvicorn running"}
+
+// failureLiterals prove that a launch failed, whatever the cause: an
+// exception that reached the top, an NCCL result code (ncclGetErrorString
+// and torch's C10D_NCCL_CHECK texts, all NCCL versions), a process or actor
+// that died. Signals that are benign on a healthy launch ("NET/IB : No
+// device found", the Gloo loopback fallback) matter only with one of these.
+var failureLiterals = []string{
+	"Traceback (most recent call last)",
+	"NCCL error", "unhandled system error", "unhandled cuda error", "invalid usage (run with NCCL_DEBUG",
+	"internal error - please report", "remote process exited or there was a network error",
+	"ncclSystemError", "ncclInternalError", "ncclInvalidUsage", "ncclRemoteError", "ncclUnhandledCudaError",
+	"DistBackendError", "DistNetworkError", "DistStoreError",
+	"Engine core initialization failed", "RayActorError", "ActorDiedError", "WorkerCrashedError",
+	"core dumped", "Fatal Python error", "SIGABRT",
+	"Watchdog caught collective operation timeout",
+}
 
 var (
 	reVLLMBanner = regexp.MustCompile(`vLLM API server version (\S+)|vLLM server version (\S+)`)
@@ -387,12 +409,18 @@ func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event
 			ls = e.newLaunch(cs, ev.Time)
 		}
 		ls.marked, ls.vllmSeen = true, true
+	case marks&(1<<markFailed) != 0:
+		if ls.failed {
+			return nil
+		}
+		ls.failed = true
+		return e.reevaluateOutcome(cluster, ls, ev)
 	case marks&(1<<markHealthy|1<<markUvicorn) != 0 && reHealthy.MatchString(msg):
 		if ls.healthy {
 			return nil
 		}
 		ls.healthy = true
-		var out []Finding
+		out := e.reevaluateOutcome(cluster, ls, ev)
 		for _, f := range e.findings {
 			if f.Cluster == cluster && f.Launch < ls.num && f.Status == "active" {
 				f.Status = "resolved"
@@ -403,6 +431,33 @@ func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event
 		return out
 	}
 	return nil
+}
+
+// reevaluateOutcome re-runs the rules whose conditions read the outcome, now
+// that it changed.
+func (e *Engine) reevaluateOutcome(cluster string, ls *launchState, ev *parsers.Event) []Finding {
+	var out []Finding
+	for _, r := range e.rules {
+		if !r.usesOutcome {
+			continue
+		}
+		if f := e.evaluate(r, cluster, ls, ev); f != nil {
+			out = append(out, *f)
+		}
+	}
+	return out
+}
+
+// outcome is how far the launch got: "ready" once the API server came up,
+// else "failed" once a failure signal was seen, else "running".
+func (ls *launchState) outcome() string {
+	switch {
+	case ls.healthy:
+		return "ready"
+	case ls.failed:
+		return "failed"
+	}
+	return "running"
 }
 
 // extract returns the values this matcher finds in an event, and the text
@@ -558,7 +613,8 @@ func evidenceOf(ev *parsers.Event, factName, hit string) Evidence {
 // env builds the expression environment of a rule: each fact as the list of
 // its values (numbers as float64).
 func (r *Rule) env(ls *launchState) map[string]any {
-	env := make(map[string]any, len(r.facts))
+	env := make(map[string]any, len(r.facts)+1)
+	env["outcome"] = ls.outcome()
 	for name, f := range r.facts {
 		fs := ls.facts[r.ID+"/"+name]
 		if f.number {
@@ -634,7 +690,7 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 
 // fill renders a finding from the facts of its launch.
 func (e *Engine) fill(f *Finding, r *Rule, cluster string, ls *launchState, env map[string]any) {
-	data := map[string]any{"cluster": cluster, "launch": ls.num}
+	data := map[string]any{"cluster": cluster, "launch": ls.num, "outcome": ls.outcome()}
 	owned := map[string]string{}
 	pairs := map[string][]Pair{}
 	nodeSet := map[string]bool{}
@@ -705,6 +761,10 @@ func (e *Engine) fill(f *Finding, r *Rule, cluster string, ls *launchState, env 
 	f.Title = render(r.title, data)
 	f.Summary = render(r.summary, data)
 	f.Remediation = render(r.remediation, data)
+	f.Severity = render(r.severity, data)
+	if SeverityRank(f.Severity) == 0 {
+		f.Severity = SeverityWarning
+	}
 	f.Confidence = render(r.confidence, data)
 	switch f.Confidence {
 	case "high", "medium", "low":
@@ -727,6 +787,7 @@ func fingerprint(f *Finding) string {
 	var b strings.Builder
 	b.WriteString(f.Summary)
 	b.WriteString(f.Status)
+	b.WriteString(f.Severity)
 	b.WriteString(f.Confidence)
 	for _, ev := range f.Evidence {
 		b.WriteString(ev.RecordID)

@@ -156,3 +156,73 @@ func TestEnginesShareRules(t *testing.T) {
 		}
 	}
 }
+
+// A benign-unless-fatal signal: the rule reads the launch outcome, one side
+// alone is a warning (tier), and the counterpart raises it to critical.
+const tierRules = `
+id: ib
+cause: nccl-ib-unavailable
+severity: '{{ if .ib_expected }}critical{{ else }}warning{{ end }}'
+confidence: '{{ if .ib_expected }}high{{ else }}low{{ end }}'
+title: ib
+facts:
+  no_ib:
+    from:
+      - regex: '(?P<value>NET/IB : No device found)'
+  ib_expected:
+    from:
+      - regex: 'NCCL_IB_HCA set to (?P<value>\S+)'
+condition: len(no_ib) > 0 && outcome == "failed"
+summary: 'outcome {{ .outcome }}'
+remediation: fix
+`
+
+func TestEngineOutcomeAndTiers(t *testing.T) {
+	e := NewEngine(mustParse(t, tierRules))
+	if got := e.Observe(ev("a", 1, "NET/IB : No device found.")); len(got) != 0 {
+		t.Fatalf("benign signal on a running launch raised %v", got)
+	}
+	got := e.Observe(ev("a", 2, "RuntimeError: NCCL error in: init.cc:1, unhandled system error"))
+	if len(got) != 1 || got[0].Severity != SeverityWarning || got[0].Confidence != "low" || got[0].Summary != "outcome failed" {
+		t.Fatalf("after the failure: %+v", got)
+	}
+	got = e.Observe(ev("b", 3, "NCCL_IB_HCA set to mlx5_0"))
+	if len(got) != 1 || got[0].Severity != SeverityCritical || got[0].Confidence != "high" {
+		t.Fatalf("the counterpart did not raise the tier: %+v", got)
+	}
+
+	// A launch that comes up is not failed: the signal stays benign.
+	e = NewEngine(mustParse(t, tierRules))
+	e.Observe(ev("a", 1, "NET/IB : No device found."))
+	e.Observe(ev("a", 2, "INFO:     Application startup complete."))
+	if fs := e.Findings(); len(fs) != 0 {
+		t.Fatalf("healthy launch got %v", fs)
+	}
+}
+
+func TestEngineCountsExpressionErrors(t *testing.T) {
+	e := NewEngine(mustParse(t, `
+id: bad
+cause: cuda-oom
+severity: critical
+title: t
+facts:
+  n:
+    type: number
+    from:
+      - regex: 'free (?P<value>\d+)'
+  m:
+    type: number
+    from:
+      - regex: 'total (?P<value>\d+)'
+condition: max(m) > max(n)
+summary: s
+remediation: r
+`))
+	e.Observe(ev("a", 1, "free 3"))
+	e.Observe(ev("a", 2, "free 4"))
+	st := e.Errors()["bad"]
+	if st.Count != 2 || st.Last == "" {
+		t.Fatalf("errors: %+v", st)
+	}
+}

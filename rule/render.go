@@ -10,7 +10,7 @@ import (
 )
 
 // Reserved names in template data; a fact may not use them.
-var reservedNames = map[string]bool{"nodes": true, "cluster": true, "owned": true, "pairs": true, "launch": true}
+var reservedNames = map[string]bool{"nodes": true, "cluster": true, "owned": true, "pairs": true, "launch": true, "outcome": true}
 
 // templateFuncs are the functions summaries and remediations may call. They
 // are pure: a rule cannot run code or read anything but its own facts.

@@ -20,7 +20,7 @@ import (
 type Spec struct {
 	ID          string              `yaml:"id"`
 	Cause       string              `yaml:"cause"`
-	Severity    string              `yaml:"severity"`
+	Severity    string              `yaml:"severity"`   // literal or template yielding critical|warning|info
 	Confidence  string              `yaml:"confidence"` // literal or template yielding high|medium|low
 	Title       string              `yaml:"title"`
 	Description string              `yaml:"description"`
@@ -83,6 +83,8 @@ type Rule struct {
 	facts       map[string]*fact
 	factNames   []string
 	condition   *vm.Program
+	usesOutcome bool // the condition or a ruled_out reads the launch outcome
+	severity    *template.Template
 	confidence  *template.Template
 	title       *template.Template
 	summary     *template.Template
@@ -164,12 +166,14 @@ func compile(s Spec) (*Rule, []error) {
 	} else if !knownCause(s.Cause) {
 		errs = append(errs, ferr("$.cause", "unknown cause %q (the catalog: %s)", s.Cause, strings.Join(Causes, ", ")))
 	}
-	switch s.Severity {
-	case SeverityCritical, SeverityWarning, SeverityInfo:
-	case "":
+	switch {
+	case s.Severity == SeverityCritical, s.Severity == SeverityWarning, s.Severity == SeverityInfo:
+	case s.Severity == "":
 		errs = append(errs, ferr("$", "missing severity"))
+	case strings.Contains(s.Severity, "{{"):
+		// A tier: one side alone is a warning, both sides critical.
 	default:
-		errs = append(errs, ferr("$.severity", "severity %q is not critical, warning or info", s.Severity))
+		errs = append(errs, ferr("$.severity", "severity %q is not critical, warning or info (or a template yielding one)", s.Severity))
 	}
 	if s.Title == "" {
 		errs = append(errs, ferr("$", "missing title"))
@@ -187,7 +191,10 @@ func compile(s Spec) (*Rule, []error) {
 		errs = append(errs, ferr("$", "a rule needs at least one fact"))
 	}
 
-	env := map[string]any{}
+	// outcome is the launch's state so far: "running", "ready" (the API
+	// server came up) or "failed" (a traceback, an NCCL error code, a
+	// process that died); benign-unless-fatal signals condition on it.
+	env := map[string]any{"outcome": ""}
 	for name, fs := range s.Facts {
 		path := "$.facts." + name
 		if !validName(name) {
@@ -242,8 +249,12 @@ func compile(s Spec) (*Rule, []error) {
 			errs = append(errs, ferr("$.condition", "condition: %v", oneLine(err)))
 		}
 		r.condition = p
+		r.usesOutcome = strings.Contains(s.Condition, "outcome")
 	}
 	var err error
+	if r.severity, err = parseTemplate("severity", s.Severity); err != nil {
+		errs = append(errs, ferr("$.severity", "%v", err))
+	}
 	if r.confidence, err = parseTemplate("confidence", orDefault(s.Confidence, "medium")); err != nil {
 		errs = append(errs, ferr("$.confidence", "%v", err))
 	}
@@ -266,12 +277,15 @@ func compile(s Spec) (*Rule, []error) {
 			errs = append(errs, ferr(path, "ruled_out needs 'when'"))
 		} else if x.when, err = expr.Compile(ro.When, expr.Env(env), expr.AsBool()); err != nil {
 			errs = append(errs, ferr(path+".when", "when: %v", oneLine(err)))
+		} else if strings.Contains(ro.When, "outcome") {
+			r.usesOutcome = true
 		}
 		if x.reason, err = parseTemplate("reason", ro.Reason); err != nil {
 			errs = append(errs, ferr(path+".reason", "%v", err))
 		}
 		r.ruledOut = append(r.ruledOut, x)
 	}
+	errs = append(errs, lintSpec(s)...)
 	return r, errs
 }
 
