@@ -1,0 +1,277 @@
+package rule
+
+import (
+	"fmt"
+	"strings"
+	"text/template/parse"
+	"unicode"
+
+	"github.com/faultline/faultline/parsers"
+)
+
+// Strict lint: names that the engine would silently never match (a source
+// spelt `vllmm`, a field no parser sets, a template field that is not a
+// fact) are errors at load time, so a typo cannot disable a rule — also not
+// through hot reload, which compiles with the same code. Nothing here runs
+// per event.
+
+// knownSources are the values parsers put in Event.Source.
+var knownSources = []string{
+	parsers.SourceVLLM, parsers.SourceRay, parsers.SourceNCCL,
+	parsers.SourceTorch, parsers.SourcePython, parsers.SourceOther,
+}
+
+// knownLevels are the normalised levels of Event.Level.
+var knownLevels = []string{
+	parsers.LevelDebug, parsers.LevelInfo, parsers.LevelWarning,
+	parsers.LevelError, parsers.LevelCritical,
+}
+
+// genericFields are the names eventField resolves from Event's own members.
+var genericFields = []string{"ip", "process", "pid", "component", "source", "level", "node", "container"}
+
+// parserFields are the source-specific keys parsers set in Event.Fields
+// (p.set("...") in parsers/parse*.go); TestParserFieldsAreKnown keeps this
+// list in step with the parsers.
+var parserFields = []string{
+	"address", "cuda_dev", "cuda_version", "env", "env_value", "exc_chain", "exc_message",
+	"exc_type", "file", "function", "host", "interface", "lineno", "nccl_result", "node_ip",
+	"nranks", "pid", "rank", "ray_component", "repeated", "tid", "version", "warning_type",
+}
+
+// minNoteWords is how many words a matcher's note needs at least: a version
+// alone ("2.21") does not say where a wording comes from.
+const minNoteWords = 4
+
+// lintSpec returns the problems compile does not see: unknown sources,
+// levels and fields of matchers, notes without a version, and template
+// fields that name nothing.
+func lintSpec(s Spec) []error {
+	var errs []error
+	for _, name := range sortedKeys(s.Facts) {
+		for i, ms := range s.Facts[name].From {
+			errs = append(errs, lintMatcher(ms, fmt.Sprintf("$.facts.%s.from[%d]", name, i))...)
+		}
+	}
+	facts := map[string]bool{}
+	for name := range s.Facts {
+		facts[name] = true
+	}
+	templates := []struct{ path, name, text string }{
+		{"$.confidence", "confidence", s.Confidence},
+		{"$.title", "title", s.Title},
+		{"$.summary", "summary", s.Summary},
+		{"$.remediation", "remediation", s.Remediation},
+	}
+	for i, ro := range s.RuledOut {
+		templates = append(templates, struct{ path, name, text string }{fmt.Sprintf("$.ruled_out[%d].reason", i), "reason", ro.Reason})
+	}
+	for _, t := range templates {
+		for _, msg := range templateFields(t.name, t.text, facts) {
+			errs = append(errs, ferr(t.path, "%s", msg))
+		}
+	}
+	return errs
+}
+
+func lintMatcher(ms MatchSpec, path string) []error {
+	var errs []error
+	for i, src := range ms.Sources {
+		if !containsString(knownSources, src) {
+			errs = append(errs, ferr(fmt.Sprintf("%s.sources[%d]", path, i), "unknown source %q (valid: %s)", src, strings.Join(knownSources, ", ")))
+		}
+	}
+	for i, lvl := range ms.Levels {
+		if !containsString(knownLevels, lvl) {
+			errs = append(errs, ferr(fmt.Sprintf("%s.levels[%d]", path, i), "unknown level %q (valid: %s)", lvl, strings.Join(knownLevels, ", ")))
+		}
+	}
+	if ms.Field != "" && !containsString(genericFields, ms.Field) && !containsString(parserFields, ms.Field) {
+		errs = append(errs, ferr(path+".field", "unknown field %q (valid: %s; source-specific: %s)", ms.Field,
+			strings.Join(genericFields, ", "), strings.Join(parserFields, ", ")))
+	}
+	if ms.Note != "" {
+		if msg := noteProblem(ms.Note); msg != "" {
+			errs = append(errs, ferr(path+".note", "note %q %s", ms.Note, msg))
+		}
+	}
+	return errs
+}
+
+// noteProblem says what a matcher's note lacks: it must name the upstream
+// version that prints the wording (a digit) in a few words.
+func noteProblem(note string) string {
+	if !strings.ContainsFunc(note, unicode.IsDigit) {
+		return "names no version: say which upstream version prints this wording (e.g. \"NCCL 2.26 bootstrap.cc\")"
+	}
+	if n := len(strings.Fields(note)); n < minNoteWords {
+		return fmt.Sprintf("has %d word(s): say in at least %d words which upstream file and version print this wording", n, minNoteWords)
+	}
+	return ""
+}
+
+// dotKind is what `.` stands for at a point of a template.
+type dotKind int
+
+const (
+	dotRoot    dotKind = iota // the rule's template data
+	dotPair                   // an element of .pairs.<fact>
+	dotUnknown                // anything else (a value of a fact, ...): not checked
+)
+
+// templateFields parses a template and returns a message for every field
+// that refers to nothing: `.x` where x is neither a fact nor reserved,
+// `.owned.x`/`.pairs.x` where x is not a fact, a field of a pair other than
+// Value and Node.
+func templateFields(name, text string, facts map[string]bool) []string {
+	if text == "" {
+		return nil
+	}
+	// Only the tree matters here: function names are compile's to check,
+	// and so are parse errors.
+	t := parse.New(name)
+	t.Mode = parse.SkipFuncCheck
+	trees := map[string]*parse.Tree{}
+	if _, err := t.Parse(text, "", "", trees); err != nil {
+		return nil
+	}
+	l := &templateLint{name: name, text: text, facts: facts}
+	for _, t := range trees {
+		if t.Root != nil {
+			l.walk(t.Root, dotRoot)
+		}
+	}
+	return l.msgs
+}
+
+type templateLint struct {
+	name, text string
+	facts      map[string]bool
+	msgs       []string
+}
+
+func (l *templateLint) addf(pos parse.Pos, format string, args ...any) {
+	line := 1 + strings.Count(l.text[:min(int(pos), len(l.text))], "\n")
+	l.msgs = append(l.msgs, fmt.Sprintf("%s (template line %d): %s", l.name, line, fmt.Sprintf(format, args...)))
+}
+
+func (l *templateLint) walk(n parse.Node, dot dotKind) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return
+		}
+		for _, c := range n.Nodes {
+			l.walk(c, dot)
+		}
+	case *parse.ActionNode:
+		l.pipe(n.Pipe, dot)
+	case *parse.IfNode:
+		l.pipe(n.Pipe, dot)
+		l.walk(n.List, dot)
+		l.walk(n.ElseList, dot)
+	case *parse.RangeNode:
+		l.pipe(n.Pipe, dot)
+		l.walk(n.List, l.rangeDot(n.Pipe, dot))
+		l.walk(n.ElseList, dot)
+	case *parse.WithNode:
+		l.pipe(n.Pipe, dot)
+		l.walk(n.List, dotUnknown)
+		l.walk(n.ElseList, dot)
+	case *parse.TemplateNode:
+		l.pipe(n.Pipe, dot)
+	}
+}
+
+// rangeDot is the dot inside `range PIPE`: a Pair over .pairs.<fact>.
+func (l *templateLint) rangeDot(p *parse.PipeNode, dot dotKind) dotKind {
+	if p == nil || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
+		return dotUnknown
+	}
+	var ident []string
+	switch a := p.Cmds[0].Args[0].(type) {
+	case *parse.FieldNode:
+		if dot != dotRoot {
+			return dotUnknown
+		}
+		ident = a.Ident
+	case *parse.VariableNode:
+		if a.Ident[0] != "$" {
+			return dotUnknown
+		}
+		ident = a.Ident[1:]
+	}
+	if len(ident) == 2 && ident[0] == "pairs" {
+		return dotPair
+	}
+	return dotUnknown
+}
+
+func (l *templateLint) pipe(p *parse.PipeNode, dot dotKind) {
+	if p == nil {
+		return
+	}
+	for _, c := range p.Cmds {
+		for _, a := range c.Args {
+			l.arg(a, dot)
+		}
+	}
+}
+
+func (l *templateLint) arg(a parse.Node, dot dotKind) {
+	switch a := a.(type) {
+	case *parse.FieldNode:
+		l.fields(a.Position(), a.Ident, dot)
+	case *parse.VariableNode:
+		// $ is the root data wherever it appears; other variables hold
+		// values the lint does not follow.
+		if a.Ident[0] == "$" && len(a.Ident) > 1 {
+			l.fields(a.Position(), a.Ident[1:], dotRoot)
+		}
+	case *parse.ChainNode:
+		if p, ok := a.Node.(*parse.PipeNode); ok {
+			l.pipe(p, dot)
+		}
+	case *parse.PipeNode:
+		l.pipe(a, dot)
+	}
+}
+
+// fields checks a field chain (.a.b) evaluated on a dot of the given kind.
+func (l *templateLint) fields(pos parse.Pos, ident []string, dot dotKind) {
+	switch dot {
+	case dotPair:
+		if ident[0] != "Value" && ident[0] != "Node" {
+			l.addf(pos, "unknown field .%s of a pair (a pair has .Value and .Node)", ident[0])
+		}
+	case dotRoot:
+		x := ident[0]
+		switch {
+		case x == "owned" || x == "pairs":
+			if len(ident) > 1 && !l.facts[ident[1]] {
+				l.addf(pos, "unknown field .%s.%s: %q is not a fact of this rule", x, ident[1], ident[1])
+			}
+		case reservedNames[x]:
+		case !l.facts[x]:
+			l.addf(pos, "unknown field .%s: not a fact of this rule nor one of .nodes, .cluster, .launch, .owned, .pairs", x)
+		}
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	return keys
+}
