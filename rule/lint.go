@@ -58,6 +58,7 @@ func lintSpec(s Spec) []error {
 		facts[name] = true
 	}
 	templates := []struct{ path, name, text string }{
+		{"$.severity", "severity", s.Severity},
 		{"$.confidence", "confidence", s.Confidence},
 		{"$.title", "title", s.Title},
 		{"$.summary", "summary", s.Summary},
@@ -253,7 +254,7 @@ func (l *templateLint) fields(pos parse.Pos, ident []string, dot dotKind) {
 			}
 		case reservedNames[x]:
 		case !l.facts[x]:
-			l.addf(pos, "unknown field .%s: not a fact of this rule nor one of .nodes, .cluster, .launch, .owned, .pairs", x)
+			l.addf(pos, "unknown field .%s: not a fact of this rule nor reserved (.%s)", x, strings.Join(sortedKeys(reservedNames), ", ."))
 		}
 	}
 }
