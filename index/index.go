@@ -156,7 +156,7 @@ func Open(dir string, opts Options) (*Index, error) {
 	for i := 0; i < m.Shards; i++ {
 		path := filepath.Join(idxDir, fmt.Sprintf("shard-%02d", i))
 		bi, err := openShard(path, x.mapping, opts)
-		if err != nil && opts.ReadOnly && strings.Contains(err.Error(), "timeout") {
+		if err != nil && strings.Contains(err.Error(), "timeout") {
 			err = fmt.Errorf("%w (is 'analyzer serve' or 'ingest' writing it? use the UI and API of serve instead)", err)
 		}
 		if err != nil {
@@ -189,10 +189,10 @@ func Open(dir string, opts Options) (*Index, error) {
 // then cost more than the merges saved: 10.2k vs 10.9k events per
 // CPU-second, and slower queries.
 func openShard(path string, im mapping.IndexMapping, opts Options) (bleve.Index, error) {
-	cfg := map[string]interface{}{"unsafe_batch": !opts.Safe}
+	// When a writer (serve, ingest) holds the shard's lock, readers and
+	// other writers alike fail after a moment instead of waiting forever.
+	cfg := map[string]interface{}{"unsafe_batch": !opts.Safe, "bolt_timeout": "3s"}
 	if opts.ReadOnly {
-		// A writer (serve, ingest) holds the shard's lock; fail after a
-		// moment instead of waiting forever for it.
 		cfg = map[string]interface{}{"read_only": true, "bolt_timeout": "3s"}
 	}
 	if _, err := os.Stat(filepath.Join(path, "index_meta.json")); err == nil {
