@@ -68,7 +68,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	start := time.Now()
-	idx, err := index.Open(*dataDir, index.Options{Shards: *shards,
+	idx, err := openIndex(ctx, *dataDir, index.Options{Shards: *shards,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
@@ -91,6 +91,10 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	})
 	if err != nil {
 		bar.done()
+		if ctx.Err() != nil {
+			// What was indexed so far stays: a new ingest replaces it.
+			return errInterrupted
+		}
 		return fmt.Errorf("ingest: %w", err)
 	}
 	findings := engine.Findings()

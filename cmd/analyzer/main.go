@@ -62,6 +62,10 @@ func usage(w io.Writer) {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C or SIGTERM asks the command to stop cleanly; after
+	// it the default handling is back, so a second one ends the process
+	// whatever it is waiting for.
+	go func() { <-ctx.Done(); stop() }()
 	// FAULTLINE_CPUPROFILE=FILE profiles a run (benchmarks, slow inputs).
 	if path := os.Getenv("FAULTLINE_CPUPROFILE"); path != "" {
 		if f, err := os.Create(path); err == nil {

@@ -62,7 +62,10 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, err := index.ParseQuery(q.Text); err != nil {
 		return usageError("%v", err)
 	}
-	idx, err := index.Open(*dataDir, index.Options{ReadOnly: true})
+	idx, err := openIndex(ctx, *dataDir, index.Options{ReadOnly: true})
+	if errors.Is(err, errInterrupted) {
+		return err
+	}
 	if err != nil {
 		return usageError("%v", err)
 	}

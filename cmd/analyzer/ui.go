@@ -39,7 +39,10 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError("unexpected arguments %q", fs.Args())
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	idx, err := index.Open(*dataDir, index.Options{ReadOnly: true})
+	idx, err := openIndex(ctx, *dataDir, index.Options{ReadOnly: true})
+	if errors.Is(err, errInterrupted) {
+		return err
+	}
 	if err != nil {
 		return usageError("%v", err)
 	}
