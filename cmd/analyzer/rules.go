@@ -20,14 +20,24 @@ func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := pflag.NewFlagSet("rules", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: analyzer rules lint|test [flags] [DIR ...]\n\n"+
-			"lint: check rule files (schema, regexes, expressions, templates, ids, causes).\n"+
+		fmt.Fprintln(stderr, "usage: analyzer rules lint|test [flags] [DIR ...]\n"+
+			"       analyzer rules coverage [--rules DIR] [--rules-only] [--json] [LOGDIR ...]\n\n"+
+			"lint: check rule files (schema, regexes, expressions, templates, ids, causes,\n"+
+			"      sources, levels, fields, template fields, notes).\n"+
 			"test: run the fixtures (*.test.yaml) beside the rules.\n"+
+			"coverage: for every matcher, the real lines it hits in testdata/logs/real and\n"+
+			"      testdata/logs/nccl-runs (inside a checkout) and in each LOGDIR; lists the\n"+
+			"      matchers that hit nothing, with their notes.\n"+
 			"Without DIR, the built-in pack embedded in the binary is used.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	verbose := fs.BoolP("verbose", "v", false, "test: list passing cases too")
 	withBuiltin := fs.Bool("with-builtin", false, "test: run DIR's fixtures against the built-in pack plus DIR's rules")
+	asJSON := fs.Bool("json", false, "coverage: print JSON")
+	strict := fs.Bool("strict", false, "coverage: exit 1 when a matcher without a note hits nothing")
+	lines := fs.Int("lines", 3, "coverage: hit lines shown per matcher")
+	var rf ruleFlags
+	rf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -44,8 +54,10 @@ func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return lintRules(dirs, stdout, stderr)
 	case "test":
 		return testRules(ctx, dirs, *withBuiltin, *verbose, stdout, stderr)
+	case "coverage":
+		return coverRules(ctx, rf, dirs, *asJSON, *strict, *lines, stdout, stderr)
 	}
-	return usageError("unknown rules subcommand %q (want lint or test)", fs.Arg(0))
+	return usageError("unknown rules subcommand %q (want lint, test or coverage)", fs.Arg(0))
 }
 
 func loadForLint(dir string) ([]*rule.Rule, error) {

@@ -73,12 +73,18 @@ func DefaultCorpus() []string {
 	if !ok {
 		return nil
 	}
+	wd, _ := os.Getwd()
 	var out []string
 	for _, d := range CorpusDirs {
 		p := filepath.Join(root, d)
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			out = append(out, p)
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			continue
 		}
+		// Short names inside the checkout; absolute ones from elsewhere.
+		if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+			p = rel
+		}
+		out = append(out, p)
 	}
 	return out
 }
