@@ -75,6 +75,7 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if st.Records == 0 {
 		return usageError("no log lines in the input (%d files, all empty)", st.Files)
 	}
+	printRuleErrors(stderr, engine.Errors())
 	findings := engine.Findings()
 	if *asJSON {
 		if err := report.JSON(stdout, findings); err != nil {

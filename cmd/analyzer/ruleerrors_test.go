@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// brokenRule fails at run time: max() of an empty list as soon as `seen`
+// learns a value and `n` has none.
+const brokenRule = `id: broken
+cause: cuda-oom
+severity: critical
+title: t
+facts:
+  seen:
+    from:
+      - regex: 'zorblax (?P<value>\w+)'
+  n:
+    type: number
+    from:
+      - regex: 'count (?P<value>\d+)'
+condition: len(seen) > 0 && max(n) > 1
+summary: s
+remediation: r
+`
+
+// diagnose says on stderr which rules failed at run time, how often and
+// with what error; a clean run says nothing of the kind.
+func TestDiagnoseReportsRuleErrors(t *testing.T) {
+	dir, logs := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte(brokenRule), 0o644)
+	log := filepath.Join(logs, "n1.log")
+	os.WriteFile(log, []byte("zorblax one\nzorblax two\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		want string // "" = no summary line
+	}{
+		{"rule errors", []string{"diagnose", "--rules-only", "--rules", dir, log}, "warning: 1 rule(s) had runtime expression errors and may have missed findings: broken: 2 error(s), last: "},
+		{"built-in pack on a healthy log", []string{"diagnose", "../../testdata/logs/nccl-runs/healthy.log"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errs, code := analyzer(t, tt.args...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, errs)
+			}
+			if tt.want == "" {
+				if strings.Contains(errs, "runtime expression errors") {
+					t.Errorf("unexpected summary: %s", errs)
+				}
+				return
+			}
+			if !strings.Contains(errs, tt.want) || !strings.Contains(errs, "max") {
+				t.Errorf("stderr lacks %q (and the error text):\n%s", tt.want, errs)
+			}
+		})
+	}
+}
