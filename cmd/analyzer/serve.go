@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/faultline/faultline/internal/secrets"
 	"github.com/faultline/faultline/server"
 )
 
@@ -30,14 +31,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.NATS.URL, "nats", "", "use this external NATS server (URLs comma-separated) instead of the embedded one")
 	fs.StringVar(&cfg.NATS.User, "user", "", "NATS user (the embedded server requires it too)")
 	fs.StringVar(&cfg.NATS.Password, "password", "", "NATS password")
-	fs.StringVar(&cfg.NATS.Token, "token", "", "NATS token (the embedded server requires it too)")
+	fs.StringVar(&cfg.NATS.Token, "token", "", "NATS token (the embedded server requires it too; default $FAULTLINE_TOKEN)")
+	tokenFile := fs.String("token-file", "", "read the NATS token from this file")
 	fs.StringVar(&cfg.NATS.Creds, "creds", "", "NATS credentials file (JWT + nkey)")
 	fs.StringVar(&cfg.NATS.NKey, "nkey", "", "NATS nkey seed file")
 	fs.StringVar(&cfg.NATS.TLSCA, "tls-ca", "", "CA certificate file to verify the server")
 	fs.StringVar(&cfg.NATS.TLSCert, "tls-cert", "", "client certificate file")
 	fs.StringVar(&cfg.NATS.TLSKey, "tls-key", "", "client key file")
 	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:8080", "HTTP listen address (empty: off)")
-	fs.StringVar(&cfg.HTTPToken, "http-token", "", "require this bearer token on every HTTP request (set it when --http is not on localhost)")
+	fs.StringVar(&cfg.HTTPToken, "http-token", "", "require this bearer token on every HTTP request (set it when --http is not on localhost; default $FAULTLINE_HTTP_TOKEN)")
+	httpTokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this file")
 	fs.StringVar(&cfg.Webhook, "webhook", "", "POST findings here as JSON with a `text` field (Slack-compatible)")
 	fs.StringArrayVar(&cfg.RuleDirs, "rules", nil, "watched directory of rule files added to the built-in pack (repeatable)")
 	fs.BoolVar(&cfg.RulesOnly, "rules-only", false, "use only the rules from --rules")
@@ -54,6 +57,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if cfg.NATS.Token, err = secrets.Resolve("token", cfg.NATS.Token, *tokenFile, "FAULTLINE_TOKEN"); err != nil {
+		return usageError("%v", err)
+	}
+	if cfg.HTTPToken, err = secrets.Resolve("http-token", cfg.HTTPToken, *httpTokenFile, "FAULTLINE_HTTP_TOKEN"); err != nil {
+		return usageError("%v", err)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
+	"github.com/faultline/faultline/internal/secrets"
 	"github.com/faultline/faultline/shipper"
 )
 
@@ -67,6 +68,7 @@ type fileConfig struct {
 	User             string   `yaml:"user"`
 	Password         string   `yaml:"password"`
 	Token            string   `yaml:"token"`
+	TokenFile        string   `yaml:"token-file"`
 	Creds            string   `yaml:"creds"`
 	NKey             string   `yaml:"nkey"`
 	TLSCA            string   `yaml:"tls-ca"`
@@ -89,6 +91,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) 
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	if fc.Token, err = secrets.Resolve("token", fc.Token, fc.TokenFile, "FAULTLINE_TOKEN"); err != nil {
 		return err
 	}
 	var level slog.Level
@@ -145,7 +150,8 @@ func parseArgs(args []string, stderr io.Writer) (fileConfig, []string, error) {
 	fs.StringVar(&fc.NATS, "nats", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
 	fs.StringVar(&fc.User, "user", "", "NATS user")
 	fs.StringVar(&fc.Password, "password", "", "NATS password")
-	fs.StringVar(&fc.Token, "token", "", "NATS token")
+	fs.StringVar(&fc.Token, "token", "", "NATS token (default $FAULTLINE_TOKEN)")
+	fs.StringVar(&fc.TokenFile, "token-file", "", "read the NATS token from this file")
 	fs.StringVar(&fc.Creds, "creds", "", "NATS credentials file (JWT + nkey)")
 	fs.StringVar(&fc.NKey, "nkey", "", "NATS nkey seed file")
 	fs.StringVar(&fc.TLSCA, "tls-ca", "", "CA certificate file to verify the server")
@@ -208,7 +214,7 @@ func mergeConfig(file string, fs *pflag.FlagSet, fc *fileConfig) error {
 	set("container-path", func() { fc.ContainerPath = append(fc.ContainerPath, y.ContainerPath...) })
 	str := map[string][2]*string{"docker-root": {&fc.DockerRoot, &y.DockerRoot}, "cluster": {&fc.Cluster, &y.Cluster},
 		"node": {&fc.Node, &y.Node}, "nats": {&fc.NATS, &y.NATS}, "user": {&fc.User, &y.User}, "password": {&fc.Password, &y.Password},
-		"token": {&fc.Token, &y.Token}, "creds": {&fc.Creds, &y.Creds}, "nkey": {&fc.NKey, &y.NKey}, "tls-ca": {&fc.TLSCA, &y.TLSCA},
+		"token": {&fc.Token, &y.Token}, "token-file": {&fc.TokenFile, &y.TokenFile}, "creds": {&fc.Creds, &y.Creds}, "nkey": {&fc.NKey, &y.NKey}, "tls-ca": {&fc.TLSCA, &y.TLSCA},
 		"tls-cert": {&fc.TLSCert, &y.TLSCert}, "tls-key": {&fc.TLSKey, &y.TLSKey}, "state-dir": {&fc.StateDir, &y.StateDir},
 		"metrics-addr": {&fc.MetricsAddr, &y.MetricsAddr}, "log-level": {&fc.LogLevel, &y.LogLevel}}
 	for name, p := range str {
