@@ -249,7 +249,8 @@ func compile(s Spec) (*Rule, []error) {
 			errs = append(errs, ferr("$.condition", "condition: %v", oneLine(err)))
 		}
 		r.condition = p
-		r.usesOutcome = strings.Contains(s.Condition, "outcome")
+		r.usesOutcome = strings.Contains(s.Condition, "outcome") ||
+			strings.Contains(s.Severity, "outcome") || strings.Contains(s.Confidence, "outcome")
 	}
 	var err error
 	if r.severity, err = parseTemplate("severity", s.Severity); err != nil {
