@@ -1,31 +1,50 @@
 package server
 
 import (
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestComposeConfig validates docker-compose.yml with whichever compose
-// tool is installed.
+// tool is installed: every image is built from this repository (none is
+// pulled), NATS is the analyzer's embedded server, published on 127.0.0.1
+// unless told otherwise, and FAULTLINE_TOKEN is required.
 func TestComposeConfig(t *testing.T) {
-	var cmd *exec.Cmd
-	switch {
-	case exec.Command("docker", "compose", "version").Run() == nil:
-		cmd = exec.Command("docker", "compose", "-f", "../docker-compose.yml", "config")
-	default:
-		if _, err := exec.LookPath("docker-compose"); err != nil {
-			t.Skip("neither `docker compose` nor docker-compose is installed")
-		}
-		cmd = exec.Command("docker-compose", "-f", "../docker-compose.yml", "config")
+	compose := composeCmd()
+	if compose == nil {
+		t.Skip("skipped: neither `docker compose` nor docker-compose is installed")
 	}
-	out, err := cmd.CombinedOutput()
+	config := func(env ...string) (string, error) {
+		cmd := exec.Command(compose[0], append(slices.Clone(compose[1:]), "-f", "../docker-compose.yml", "config")...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := config("FAULTLINE_TOKEN=")
+	if err == nil || !strings.Contains(out, "set FAULTLINE_TOKEN") {
+		t.Errorf("compose config without FAULTLINE_TOKEN: %v, want a refusal naming it:\n%s", err, out)
+	}
+	out, err = config("FAULTLINE_TOKEN=s3cret")
 	if err != nil {
-		t.Fatalf("%s: %v\n%s", cmd, err, out)
+		t.Fatalf("compose config: %v\n%s", err, out)
 	}
-	for _, want := range []string{"nats:2.12", "--jetstream", "nats://nats:4222", "/var/lib/docker", "read_only: true"} {
-		if !strings.Contains(string(out), want) && !(want == "read_only: true" && strings.Contains(string(out), ":ro")) {
+	for _, want := range []string{"nats://analyzer:4222", "--nats-listen", "/var/lib/docker", "127.0.0.1:4222:4222", "127.0.0.1:8080:8080", "FAULTLINE_TOKEN: s3cret"} {
+		if !strings.Contains(out, want) {
 			t.Errorf("compose config lacks %q:\n%s", want, out)
 		}
+	}
+	if !strings.Contains(out, "read_only: true") && !strings.Contains(out, "/var/lib/docker:ro") {
+		t.Errorf("Docker's data root is not mounted read-only:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "image:") && !strings.Contains(l, "faultline") {
+			t.Errorf("compose runs an image it does not build: %s", l)
+		}
+	}
+	if strings.Contains(out, "s3cret@") || strings.Contains(out, "--token") {
+		t.Errorf("the token is on a command line:\n%s", out)
 	}
 }

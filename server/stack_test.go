@@ -14,13 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/rule"
 )
-
-// natsImageLabel marks the nats:2.12 image this test builds, so that a real
-// (pulled) nats:2.12 is never overwritten.
-const natsImageLabel = "io.faultline.test-nats"
 
 // seedFeeder is the program of the feed container: it prints the seed
 // spark-1 container log (a Docker json-file log, embedded) to stdout and
@@ -93,47 +91,37 @@ func freeTCPPort(t *testing.T) string {
 	return port
 }
 
-// TestComposeStackUp builds the images and runs docker-compose.yml: NATS
-// (nats:2.12, built here from the nats-server module since no registry can
-// be reached), the analyzer and the shipper tailing Docker's data root. A
-// feed container prints the seed spark-1 vLLM container log; the shipper
-// discovers its json-file log and the analyzer raises ray-node-ip-mismatch,
-// seen on GET /api/findings of the published port and on the NATS findings
-// subject. Skips where no Docker engine runs.
+// TestComposeStackUp builds the image and runs docker-compose.yml with the
+// compose tool of this machine (`docker compose`, else `docker-compose`):
+// the analyzer, whose embedded NATS serves the shipper, and the shipper
+// tailing Docker's data root; no image is pulled. A feed container prints
+// the seed spark-1 vLLM container log; the shipper discovers its json-file
+// log and the analyzer raises ray-node-ip-mismatch, seen on GET
+// /api/findings of the published port and on the NATS findings subject.
+// NATS is published on 127.0.0.1 only and wants FAULTLINE_TOKEN. Skips
+// only where no Docker engine runs.
 func TestComposeStackUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds images and runs the compose stack")
 	}
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("skipped: no docker command on this machine (the compose stack needs a Docker engine)")
+	}
 	if out, err := exec.Command("docker", "info").CombinedOutput(); err != nil {
-		t.Skipf("no Docker engine here (docker info: %v: %.300s)", err, out)
+		t.Skipf("skipped: no Docker engine answers here (docker info: %v: %.300s)", err, out)
 	}
 	compose := composeCmd()
 	if compose == nil {
-		t.Skip("Docker engine runs, but neither `docker compose` nor docker-compose is installed")
+		// With an engine at hand the stack must be tested: .ci/run installs
+		// docker-compose where neither tool is there.
+		t.Fatal("a Docker engine runs, but neither `docker compose` (v2) nor docker-compose (v1) is installed")
 	}
+	t.Logf("compose tool: %s", strings.Join(compose, " "))
 	dockerRoot := strings.TrimSpace(runCmd(t, "", nil, "docker", "info", "-f", "{{.DockerRootDir}}"))
 	begin := time.Now()
 	id := strconv.Itoa(os.Getpid())
 	project := "faultlinestack" + id
 	image := "faultline:stacktest-" + id
-
-	// nats:2.12 from the nats-server module (in go.mod): a static binary in
-	// a FROM scratch image. Compose's command (--jetstream --store_dir ...)
-	// replaces CMD and is appended to the ENTRYPOINT, as with the official image.
-	if label, err := exec.Command("docker", "image", "inspect", "-f",
-		`{{index .Config.Labels "`+natsImageLabel+`"}}`, "nats:2.12").Output(); err == nil && strings.TrimSpace(string(label)) == "" {
-		t.Logf("using the existing nats:2.12 image (not built by this test)")
-	} else {
-		natsCtx := t.TempDir()
-		runCmd(t, "..", []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", filepath.Join(natsCtx, "nats-server"), "github.com/nats-io/nats-server/v2")
-		writeFile(t, filepath.Join(natsCtx, "Dockerfile"), "FROM scratch\n"+
-			"LABEL "+natsImageLabel+"=1\n"+
-			"COPY nats-server /nats-server\n"+
-			"EXPOSE 4222 8222\n"+
-			`ENTRYPOINT ["/nats-server", "-js"]`+"\n")
-		// Left in place afterwards: it stands for the pulled official image.
-		runCmd(t, "", nil, "docker", "build", "-q", "-t", "nats:2.12", natsCtx)
-	}
 
 	// The faultline image, as the Dockerfile header says: static binaries
 	// built on the host, then COPY into FROM scratch. The build context is a
@@ -166,7 +154,9 @@ func TestComposeStackUp(t *testing.T) {
 
 	// The stack, under a project name of its own and on free host ports.
 	natsPort, httpPort := freeTCPPort(t), freeTCPPort(t)
+	token := "stack-test-" + id
 	env := []string{
+		"FAULTLINE_TOKEN=" + token,
 		"FAULTLINE_IMAGE=" + image,
 		"FAULTLINE_NATS_PORT=" + natsPort,
 		"FAULTLINE_HTTP_PORT=" + httpPort,
@@ -200,7 +190,15 @@ func TestComposeStackUp(t *testing.T) {
 		}
 		return nil
 	})
-	sub := subscribeFindings(t, "nats://127.0.0.1:"+natsPort)
+	// NATS is published on loopback only, and only with the token.
+	if got := strings.TrimSpace(runCmd(t, "", env, compose[0], composeArgs("port", "analyzer", "4222")...)); got != "127.0.0.1:"+natsPort {
+		t.Errorf("NATS published on %q, want 127.0.0.1:%s", got, natsPort)
+	}
+	if nc, err := nats.Connect("nats://127.0.0.1:"+natsPort, nats.Timeout(5*time.Second)); err == nil {
+		nc.Close()
+		t.Errorf("the stack's NATS accepted a client without the token")
+	}
+	sub := subscribeFindings(t, "nats://"+token+"@127.0.0.1:"+natsPort)
 
 	feed := project + "-seedfeed"
 	runCmd(t, "", nil, "docker", "run", "-d", "--name", feed, "--log-driver", "json-file", feedImage)
