@@ -13,7 +13,6 @@ import (
 
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/rule/ruletest"
-	"github.com/faultline/faultline/rules"
 )
 
 func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -103,7 +102,7 @@ func testRules(ctx context.Context, dirs []string, withBuiltin, verbose bool, st
 		if err != nil {
 			return usageError("%v", err)
 		}
-		results, err = ruletest.RunFS(ctx, rules.FS, ".", "rules", rs)
+		results, err = ruletest.RunBuiltin(ctx, rs)
 		if err != nil {
 			return usageError("%v", err)
 		}
@@ -129,8 +128,13 @@ func testRules(ctx context.Context, dirs []string, withBuiltin, verbose bool, st
 		}
 		results = append(results, r...)
 	}
-	failed := 0
+	failed, skipped := 0, 0
 	for _, r := range results {
+		if r.Skipped != "" {
+			skipped++
+			fmt.Fprintf(stdout, "SKIP  %s: %s (%s)\n", r.File, r.Name, r.Skipped)
+			continue
+		}
 		if r.Passed() {
 			if verbose {
 				fmt.Fprintf(stdout, "PASS  %s: %s\n", r.File, r.Name)
@@ -150,7 +154,11 @@ func testRules(ctx context.Context, dirs []string, withBuiltin, verbose bool, st
 			fmt.Fprintf(stdout, "    + %s [%s, %s, %s] facts: %s\n", g.Rule, g.Severity, g.Confidence, g.Status, factsLine(g.Facts))
 		}
 	}
-	fmt.Fprintf(stdout, "%d passed, %d failed\n", len(results)-failed, failed)
+	fmt.Fprintf(stdout, "%d passed, %d failed", len(results)-failed-skipped, failed)
+	if skipped > 0 {
+		fmt.Fprintf(stdout, ", %d skipped", skipped)
+	}
+	fmt.Fprintln(stdout)
 	if failed > 0 {
 		return &exitError{code: 1}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
 	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/rules"
 )
 
 // File is one fixture file.
@@ -66,7 +67,10 @@ type Result struct {
 	File     string
 	Name     string
 	Failures []string // empty = pass
-	Got      []rule.Finding
+	// Skipped, when set, says why the case did not run (its log files are
+	// not there); a skipped case has no failures.
+	Skipped string
+	Got     []rule.Finding
 }
 
 // Passed reports whether the case passed.
@@ -74,6 +78,31 @@ func (r Result) Passed() bool { return len(r.Failures) == 0 }
 
 // RunFS runs every *.test.yaml of dir in fsys against rules.
 func RunFS(ctx context.Context, fsys fs.FS, dir, display string, rules []*rule.Rule) ([]Result, error) {
+	return runFS(ctx, fsys, dir, display, runOptions{}, rules)
+}
+
+// runOptions say where a fixture's `files:` are.
+type runOptions struct {
+	base        string // directory relative files are in ("" = the fixture's own)
+	skipMissing string // when set, a case whose files are missing is skipped with this reason
+}
+
+// RunBuiltin runs the fixtures of the built-in pack (embedded in the
+// binary) against rules, from any working directory. Their `files:` name
+// real logs as ../testdata/... relative to rules/ in the repository: those
+// are too big to embed (and testdata/ cannot hold the Go package that would
+// embed them), so they are read from the checkout RepoRoot finds. Without
+// one (an installed binary run outside a checkout), the cases that need
+// such files are skipped, saying why; inline cases still run.
+func RunBuiltin(ctx context.Context, rs []*rule.Rule) ([]Result, error) {
+	opts := runOptions{skipMissing: "needs the real logs of a Faultline checkout (testdata/): run inside one"}
+	if root, ok := RepoRoot(); ok {
+		opts = runOptions{base: filepath.Join(root, "rules")}
+	}
+	return runFS(ctx, rules.FS, ".", "rules", opts, rs)
+}
+
+func runFS(ctx context.Context, fsys fs.FS, dir, display string, opts runOptions, rules []*rule.Rule) ([]Result, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", display, err)
@@ -87,7 +116,7 @@ func RunFS(ctx context.Context, fsys fs.FS, dir, display string, rules []*rule.R
 		if err != nil {
 			return nil, err
 		}
-		rs, err := RunFile(ctx, filepath.Join(display, e.Name()), data, rules)
+		rs, err := runFile(ctx, filepath.Join(display, e.Name()), data, opts, rules)
 		if err != nil {
 			return nil, err
 		}
@@ -103,6 +132,10 @@ func RunDir(ctx context.Context, dir string, rules []*rule.Rule) ([]Result, erro
 
 // RunFile runs the cases of one fixture file; name locates relative Files.
 func RunFile(ctx context.Context, name string, data []byte, rules []*rule.Rule) ([]Result, error) {
+	return runFile(ctx, name, data, runOptions{}, rules)
+}
+
+func runFile(ctx context.Context, name string, data []byte, opts runOptions, rules []*rule.Rule) ([]Result, error) {
 	var f File
 	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, oneLine(yaml.FormatError(err, false, false)))
@@ -116,19 +149,58 @@ func RunFile(ctx context.Context, name string, data []byte, rules []*rule.Rule) 
 			c.Name = fmt.Sprintf("test %d", i+1)
 		}
 		res := Result{File: name, Name: c.Name}
-		got, err := run(ctx, filepath.Dir(name), c, rules)
+		base := opts.base
+		if base == "" {
+			base = filepath.Dir(name)
+		}
+		if opts.skipMissing != "" && filesMissing(base, c) {
+			res.Skipped = opts.skipMissing
+			out = append(out, res)
+			continue
+		}
+		got, errs, err := run(ctx, base, c, rules)
 		if err != nil {
 			res.Failures = append(res.Failures, err.Error())
 		} else {
 			res.Got = got
-			res.Failures = check(c, got)
+			res.Failures = append(check(c, got), ruleErrors(errs)...)
 		}
 		out = append(out, res)
 	}
 	return out, nil
 }
 
-func run(ctx context.Context, base string, c Case, rules []*rule.Rule) ([]rule.Finding, error) {
+// filesMissing reports whether a file or folder the case names is absent.
+func filesMissing(base string, c Case) bool {
+	for _, paths := range c.Files {
+		for _, p := range paths {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(base, p)
+			}
+			if _, err := os.Stat(p); err != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ruleErrors turns the engine's runtime expression errors into failures: a
+// rule that errs silently never fires, whatever the case expects.
+func ruleErrors(errs map[string]rule.ErrorStat) []string {
+	ids := make([]string, 0, len(errs))
+	for id := range errs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = fmt.Sprintf("rule %s: %d runtime expression error(s), last: %s", id, errs[id].Count, oneLine(errs[id].Last))
+	}
+	return out
+}
+
+func run(ctx context.Context, base string, c Case, rules []*rule.Rule) ([]rule.Finding, map[string]rule.ErrorStat, error) {
 	var files []pipeline.File
 	nodes := make([]string, 0, len(c.Logs))
 	for n := range c.Logs {
@@ -145,13 +217,13 @@ func run(ctx context.Context, base string, c Case, rules []*rule.Rule) ([]rule.F
 			}
 			fs, err := pipeline.Expand([]pipeline.Input{{Node: n, Path: p}})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			files = append(files, fs...)
 		}
 	}
 	if len(files) == 0 {
-		return nil, errors.New("the case gives no logs and no files")
+		return nil, nil, errors.New("the case gives no logs and no files")
 	}
 	engine := rule.NewEngine(rules)
 	_, err := pipeline.ReplayFiles(ctx, files, pipeline.Options{Cluster: rule.DefaultCluster}, func(ev *parsers.Event) error {
@@ -159,9 +231,9 @@ func run(ctx context.Context, base string, c Case, rules []*rule.Rule) ([]rule.F
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return engine.Findings(), nil
+	return engine.Findings(), engine.Errors(), nil
 }
 
 func check(c Case, got []rule.Finding) []string {
