@@ -372,7 +372,7 @@ func (s *server) handler() http.Handler {
 	// the routes below are more specific and win.
 	ui, err := web.NewHandler(web.Config{
 		Index: s.idx, Findings: s.findings, LiveEvents: s.liveEvents, LiveFindings: s.liveFindings,
-		Token: s.cfg.HTTPToken, Logger: s.log,
+		Token: s.cfg.HTTPToken, Logger: s.log, Registry: newRegistry(s.engine),
 	})
 	if err != nil {
 		s.log.Error("web ui", "err", err)

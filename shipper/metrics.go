@@ -22,6 +22,7 @@ type Metrics struct {
 	warnings      *prometheus.CounterVec
 	truncated     prometheus.Counter
 	rotations     *prometheus.CounterVec
+	skipped       *prometheus.CounterVec
 	lag           *prometheus.GaugeVec
 	files         prometheus.Gauge
 }
@@ -50,11 +51,13 @@ func NewMetrics() *Metrics {
 		warnings: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "faultline_shipper", Name: "input_warnings_total",
 			Help: "Bad input reported (broken json-file records, overlong lines, ...)."}, []string{"file"}),
 		rotations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "faultline_shipper", Name: "rotations_total",
-			Help: "File rotations seen, by kind (rename, truncate)."}, []string{"kind"}),
+			Help: "File rotations seen, by kind (rename, truncate, rewrite, rotated: a rotated file read on start or after a rotation)."}, []string{"kind"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "faultline_shipper", Name: "skipped_total",
+			Help: "Input not shipped (or not yet), by reason: unreadable, symlink-loop, not-regular, compressed, bad-gzip, torn-line, held-back (a line without its newline), no-first-line."}, []string{"reason"}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "lag_bytes",
 			Help: "Bytes of a file not yet acknowledged (file size minus acknowledged offset)."}, []string{"file"}),
 		files: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "files_open", Help: "Files being tailed."}),
 	}
-	r.MustRegister(m.warnings, m.rotations, m.lag, m.files)
+	r.MustRegister(m.warnings, m.rotations, m.skipped, m.lag, m.files)
 	return m
 }

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -19,11 +21,30 @@ const stateFile = "offsets.json"
 // Entry is what the shipper remembers about one file identity: how far the
 // server has acknowledged it.
 type Entry struct {
-	Path    string    `json:"path"`          // last path it was seen at (for humans)
-	Gen     string    `json:"gen,omitempty"` // generation, set when the file was truncated in place
-	Offset  int64     `json:"offset"`        // every record below this offset is acknowledged
-	Line    int       `json:"line"`          // physical lines below Offset
+	Path   string `json:"path"`          // last path it was seen at (for humans)
+	Gen    string `json:"gen,omitempty"` // generation, set when the file was truncated in place
+	Offset int64  `json:"offset"`        // every record below this offset is acknowledged
+	Line   int    `json:"line"`          // physical lines below Offset
+	// Sum is the checksum of the bytes just before Offset (sumWindow of
+	// them): a file that kept its device, inode and first line but was
+	// rewritten (copytruncate, then the same banner) fails it on resume, and
+	// a copy of the file (copytruncate's, or a .gz) passes it.
+	Sum string `json:"sum,omitempty"`
+	// ID is the file ID of the records when it is not the key's own: a
+	// rotated copy that continues the file it was copied from.
+	ID      string    `json:"id,omitempty"`
 	Updated time.Time `json:"updated"`
+}
+
+// fileID is the ID the records of the file under key carry.
+func (e Entry) fileID(key string) string {
+	switch {
+	case e.ID != "":
+		return e.ID
+	case e.Gen != "":
+		return key + "~" + e.Gen
+	}
+	return key
 }
 
 type stateDoc struct {
@@ -78,6 +99,28 @@ func (s *Store) Get(key string) (Entry, bool) {
 	defer s.mu.Unlock()
 	e, ok := s.files[key]
 	return e, ok
+}
+
+// keyedEntry is an entry with its key.
+type keyedEntry struct {
+	key string
+	Entry
+}
+
+// byFingerprint lists the entries of files whose first line has fingerprint
+// fp (keys are dev:ino:fp), largest offset first: the candidates a copy of
+// one of them (a new inode) may continue.
+func (s *Store) byFingerprint(fp string) []keyedEntry {
+	s.mu.Lock()
+	var out []keyedEntry
+	for k, e := range s.files {
+		if strings.HasSuffix(k, ":"+fp) {
+			out = append(out, keyedEntry{k, e})
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Offset > out[j].Offset })
+	return out
 }
 
 // Set records an entry and schedules a write.
@@ -198,6 +241,7 @@ type tracker struct {
 	key   string
 	path  string
 	gen   string
+	id    string // Entry.ID
 
 	mu      sync.Mutex
 	pending []*mark // oldest first
@@ -209,7 +253,8 @@ type tracker struct {
 type mark struct {
 	offset  int64
 	line    int
-	advance bool // false for a batch cut in the middle of a record flush
+	sum     string // checksum of the bytes before offset ("" if unknown)
+	advance bool   // false for a batch cut in the middle of a record flush
 	done    bool
 }
 
@@ -233,8 +278,16 @@ func (t *tracker) ack(m *mark) {
 	t.pending = t.pending[i:]
 	// Set under t.mu so that two acks racing cannot store offsets out of order.
 	if last != nil && !t.retired && t.store != nil { // stdin has no store: nothing to resume
-		t.store.Set(t.key, Entry{Path: t.path, Gen: t.gen, Offset: last.offset, Line: last.line})
+		t.store.Set(t.key, Entry{Path: t.path, Gen: t.gen, ID: t.id, Offset: last.offset, Line: last.line, Sum: last.sum})
 	}
+	t.mu.Unlock()
+}
+
+// rekey moves the file's progress to another key: the rest of a truncated
+// file is read from its copy, so later acks are the copy's.
+func (t *tracker) rekey(key, path, id string) {
+	t.mu.Lock()
+	t.key, t.path, t.gen, t.id = key, path, "", id
 	t.mu.Unlock()
 }
 

@@ -14,10 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/faultline/faultline/wire"
@@ -116,7 +119,8 @@ type Shipper struct {
 	paths  map[string]bool   // host paths being followed
 	inodes map[devIno]string // open files, so one file is never read twice
 	wg     sync.WaitGroup
-	once   map[string]bool // messages said once (unreachable container roots)
+	once   map[string]bool  // messages said once (unreachable container roots)
+	readTo map[string]int64 // key → offset read to, of files finished in this run
 }
 
 // Run ships until ctx is done (then it waits up to 5 s for in-flight acks and
@@ -222,6 +226,27 @@ func (sh *Shipper) start(ctx context.Context, src source) {
 	}
 	if fi, err := os.Stat(src.path); err != nil || !fi.Mode().IsRegular() {
 		sh.mu.Unlock()
+		switch {
+		case err == nil && fi.IsDir():
+		case err == nil:
+			sh.skip(src.path, "not-regular", fmt.Errorf("mode %v", fi.Mode().Type()))
+		case errors.Is(err, syscall.ELOOP):
+			sh.skip(src.path, "symlink-loop", err)
+		case !errors.Is(err, fs.ErrNotExist):
+			sh.skip(src.path, "unreadable", err)
+		}
+		return
+	} else if base, ok := rotatedBase(src.path); ok {
+		// A glob matching name and name.1: name.1 is read as name's
+		// rotation, from the offset that file had reached.
+		sh.mu.Unlock()
+		if sh.firstTime("rotated:" + src.path) {
+			sh.log.Debug("read as a rotation of its live file", "file", src.path, "live", base)
+		}
+		return
+	} else if strings.HasSuffix(src.path, ".gz") {
+		sh.mu.Unlock()
+		sh.skip(src.path, "compressed", errors.New("a .gz file is read only as a rotation of the live file beside it"))
 		return
 	} else if other, ok := sh.inodes[statDevIno(fi)]; ok && other != src.path {
 		sh.mu.Unlock()
@@ -244,14 +269,20 @@ func (sh *Shipper) start(ctx context.Context, src source) {
 // follow reads the file at src.path, then the file that replaces it after a
 // rename rotation, until the path is gone or ctx ends.
 func (sh *Shipper) follow(ctx context.Context, src source) {
-	sh.drainRotated(ctx, src, false, devIno{})
+	sh.scanRotated(ctx, src)
 	for ctx.Err() == nil {
 		f, err := os.Open(src.path)
 		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				sh.skip(src.path, "unreadable", err)
+			}
 			return // gone; discovery starts over if it comes back
 		}
 		c, err := sh.newCursor(src, f)
 		if errors.Is(err, errNotReady) {
+			if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+				sh.heldBack(src.path, fi.Size())
+			}
 			f.Close()
 			select { // empty or first line incomplete: wait for it
 			case <-ctx.Done():
@@ -287,10 +318,11 @@ func (sh *Shipper) follow(ctx context.Context, src source) {
 			defer sh.wg.Done()
 			defer done()
 			c.drainRenamed(ctx)
+			sh.markRead(c.key, c.base)
 		}()
 		// Docker may have rotated twice before we looked (path → .1 → .2):
 		// the file in between is at .1 now, complete, and never seen.
-		sh.drainRotated(ctx, src, true, c.di)
+		sh.scanRotated(ctx, src)
 	}
 }
 
@@ -308,52 +340,4 @@ func (sh *Shipper) release(di devIno) {
 	sh.mu.Lock()
 	delete(sh.inodes, di)
 	sh.mu.Unlock()
-}
-
-// drainRotated finishes src.path + ".1" when the shipper stopped while it
-// was still behind on it: Docker renamed the file while we were down. Right
-// after a rotation (unseen), a .1 that is not the file just rotated away
-// (prev) and that was never read is read whole: it was created and rotated
-// between two looks at the path.
-func (sh *Shipper) drainRotated(ctx context.Context, src source, unseen bool, prev devIno) {
-	p := src.path + ".1"
-	f, err := os.Open(p)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return
-	}
-	fp, err := fingerprint(f)
-	if err != nil {
-		return
-	}
-	di := statDevIno(fi)
-	if di == prev {
-		return
-	}
-	key := fmt.Sprintf("%d:%d:%s", di.dev, di.ino, fp)
-	e, ok := sh.store.Get(key)
-	if !ok && !unseen || ok && e.Offset >= fi.Size() || !sh.hold(di, p) {
-		return
-	}
-	defer sh.release(di)
-	rsrc := src
-	rsrc.path = p
-	c, err := sh.newCursor(rsrc, f)
-	if err != nil {
-		return
-	}
-	c.log.Info("finishing rotated file left behind", "offset", c.base, "size", fi.Size())
-	c.ctx = ctx
-	for ctx.Err() == nil {
-		n, err := c.fill()
-		if n == 0 || err != nil {
-			break
-		}
-		c.lines()
-	}
-	c.finish()
 }

@@ -36,6 +36,18 @@ import (
 
 const (
 	readBufSize = 64 << 10
+	// keepBehind bytes already consumed stay in the buffer (read sizes are
+	// unchanged: the buffer is that much larger): after a truncation they
+	// tell where the file's new content departs from what was read.
+	keepBehind = 4 << 10
+	// sumWindow bytes before an offset are its checksum (Entry.Sum).
+	sumWindow = 1 << 10
+	// A checkpoint (offset, checksum of the bytes before it) is kept every
+	// checkpointEvery bytes read, at most maxCheckpoints of them (thinned
+	// out when full): they tell a file cut to a shorter prefix from one
+	// rewritten from the start.
+	checkpointEvery = 16 << 10
+	maxCheckpoints  = 64
 	// fingerprintBytes of the first line identify a file (with dev+inode);
 	// the same formula as parsers.FileIdentity so IDs match offline ingest.
 	fingerprintBytes = 4096
@@ -63,10 +75,14 @@ func fingerprint(f *os.File) (string, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", err
 	}
-	head = head[:n]
+	return fingerprintHead(head[:n])
+}
+
+// fingerprintHead is fingerprint of the first bytes of a file.
+func fingerprintHead(head []byte) (string, error) {
 	if i := bytes.IndexByte(head, '\n'); i >= 0 {
 		head = head[:i]
-	} else if n < fingerprintBytes {
+	} else if len(head) < fingerprintBytes {
 		return "", errNotReady
 	}
 	sum := sha256.Sum256(head)
@@ -87,12 +103,18 @@ type cursor struct {
 	sh  *Shipper
 	src source
 	f   io.Reader
-	fd  *os.File // nil for stdin
+	fd  *os.File // nil for stdin and a .gz rotation (no checksums read back)
 	di  devIno
 	key string // dev:ino:fingerprint; "" when offsets are not persisted
 	fp  string
 	gen string
+	id  string // file ID of the records when not the key's own (Entry.ID)
 	log *slog.Logger
+
+	checkpoints []checkpoint
+	nextCk      int64 // offset from which the next checkpoint is taken
+	ckEvery     int64
+	lastSize    int64 // file size at the last checkFile
 
 	buf      []byte
 	r, w     int
@@ -131,6 +153,32 @@ type lineMark struct {
 	num int
 }
 
+// checkpoint is a line boundary with the checksum of the bytes before it.
+type checkpoint struct {
+	off  int64
+	line int
+	sum  string
+}
+
+func sumBytes(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:8])
+}
+
+// sumAt is the checksum of the sumWindow bytes before off in r ("" when
+// they cannot be read: the file is shorter).
+func sumAt(r io.ReaderAt, off int64) string {
+	b := make([]byte, min(off, sumWindow))
+	if _, err := r.ReadAt(b, off-int64(len(b))); err != nil {
+		return ""
+	}
+	return sumBytes(b)
+}
+
+func fileKey(di devIno, fp string) string {
+	return strconv.FormatUint(di.dev, 10) + ":" + strconv.FormatUint(di.ino, 10) + ":" + fp
+}
+
 // newCursor prepares a cursor over an open file, resuming at the persisted
 // offset of its identity.
 func (sh *Shipper) newCursor(src source, f *os.File) (*cursor, error) {
@@ -143,18 +191,25 @@ func (sh *Shipper) newCursor(src source, f *os.File) (*cursor, error) {
 		return nil, err
 	}
 	di := statDevIno(fi)
-	c := &cursor{sh: sh, src: src, f: f, fd: f, di: di, fp: fp,
-		key: strconv.FormatUint(di.dev, 10) + ":" + strconv.FormatUint(di.ino, 10) + ":" + fp,
+	c := &cursor{sh: sh, src: src, f: f, fd: f, di: di, fp: fp, key: fileKey(di, fp),
 		log: sh.log.With("file", src.path)}
 	if e, ok := sh.store.Get(c.key); ok {
-		if e.Offset <= fi.Size() {
-			c.base, c.line, c.gen = e.Offset, e.Line, e.Gen
-		} else {
+		switch {
+		case e.Offset > fi.Size():
 			// Truncated (copytruncate) while we were not running, then the
 			// first line was rewritten identically: a new generation.
 			c.gen = newGen()
 			c.log.Info("file shrank below its saved offset, reading it again from the start", "saved", e.Offset, "size", fi.Size())
 			sh.metrics.rotations.WithLabelValues("truncate").Inc()
+		case e.Sum != "" && sumAt(f, e.Offset) != e.Sum:
+			// Same device, inode and first line, other bytes before the
+			// offset: rewritten while we were not running (copytruncate,
+			// then a writer that starts with the same banner).
+			c.gen = newGen()
+			c.log.Info("file rewritten since it was read (the bytes before the saved offset differ), reading it again from the start", "saved", e.Offset, "size", fi.Size())
+			sh.metrics.rotations.WithLabelValues("rewrite").Inc()
+		default:
+			c.base, c.line, c.gen, c.id = e.Offset, e.Line, e.Gen, e.ID
 		}
 	}
 	if c.base > 0 {
@@ -183,6 +238,8 @@ func (c *cursor) fileID() string {
 	switch {
 	case c.key == "":
 		return "stdin~" + c.gen
+	case c.id != "":
+		return c.id
 	case c.gen != "":
 		return c.key + "~" + c.gen
 	}
@@ -190,15 +247,18 @@ func (c *cursor) fileID() string {
 }
 
 func (c *cursor) init() {
-	c.buf = make([]byte, readBufSize)
+	c.buf = make([]byte, readBufSize+keepBehind)
 	c.r, c.w = 0, 0
+	c.checkpoints = c.checkpoints[:0]
+	c.ckEvery = checkpointEvery
+	c.nextCk = c.base + c.ckEvery
 	c.long = false
 	c.dec = parsers.NewDecoder(parsers.FormatAuto)
 	origin := parsers.Origin{Cluster: c.sh.cfg.Cluster, Node: c.sh.cfg.Node, Container: c.src.container,
 		File: c.src.display, FileID: c.fileID()}
 	c.now = time.Now()
 	c.join = parsers.NewJoiner(origin, parsers.JoinOptions{Now: c.clock}, c.emit)
-	c.tracker = &tracker{store: c.sh.store, key: c.key, path: c.src.path, gen: c.gen}
+	c.tracker = &tracker{store: c.sh.store, key: c.key, path: c.src.path, gen: c.gen, id: c.id}
 	if c.key == "" {
 		c.tracker.store = nil
 	}
@@ -206,9 +266,9 @@ func (c *cursor) init() {
 	c.body = c.sh.pub.body()
 	c.fifo = c.fifo[:0]
 	c.lastSafe = mark{offset: c.base, line: c.line}
-	if c.key != "" && c.gen != "" {
-		if e, ok := c.sh.store.Get(c.key); !ok || e.Gen != c.gen {
-			c.sh.store.Set(c.key, Entry{Path: c.src.path, Gen: c.gen, Offset: c.base, Line: c.line})
+	if c.key != "" && (c.gen != "" || c.id != "") {
+		if e, ok := c.sh.store.Get(c.key); !ok || e.Gen != c.gen || e.ID != c.id {
+			c.sh.store.Set(c.key, Entry{Path: c.src.path, Gen: c.gen, ID: c.id, Offset: c.base, Line: c.line, Sum: c.sumAt(c.base)})
 		}
 	}
 }
@@ -217,10 +277,13 @@ func (c *cursor) init() {
 func (c *cursor) clock() time.Time { return c.now }
 
 func (c *cursor) fill() (int, error) {
-	if c.r == c.w {
-		c.r, c.w = 0, 0
+	if c.w == len(c.buf) && c.r > keepBehind {
+		// Keep keepBehind consumed bytes in front of the unconsumed ones.
+		k := c.r - keepBehind
+		c.w = copy(c.buf, c.buf[k:c.w])
+		c.r = keepBehind
 	} else if c.w == len(c.buf) && c.r > 0 {
-		c.w = copy(c.buf, c.buf[c.r:c.w])
+		c.w = copy(c.buf, c.buf[c.r:c.w]) // a long line: it gets the buffer
 		c.r = 0
 	}
 	if c.w == len(c.buf) {
@@ -260,7 +323,7 @@ func (c *cursor) lines() {
 			c.feed(c.longHead, c.longOff, size)
 			c.long = false
 			if cap(c.buf) > 4*readBufSize && c.w-c.r-i-1 <= readBufSize {
-				nb := make([]byte, readBufSize)
+				nb := make([]byte, readBufSize+keepBehind)
 				c.w = copy(nb, c.buf[c.r+i+1:c.w])
 				c.buf, c.r = nb, 0
 				c.base += int64(i) + 1
@@ -279,7 +342,40 @@ func (c *cursor) lines() {
 		c.base += int64(c.w - c.r)
 		c.r = c.w
 	}
+	if c.base >= c.nextCk {
+		c.checkpoint()
+	}
 	c.addMetrics()
+}
+
+// checkpoint remembers the current line boundary with the checksum of the
+// bytes before it, from the buffer (no read).
+func (c *cursor) checkpoint() {
+	c.nextCk = c.base + c.ckEvery
+	if c.r < sumWindow || c.long {
+		return
+	}
+	if len(c.checkpoints) == maxCheckpoints {
+		// Keep every other one: older checkpoints thin out, the span
+		// covered doubles.
+		n := 0
+		for i := 1; i < len(c.checkpoints); i += 2 {
+			c.checkpoints[n] = c.checkpoints[i]
+			n++
+		}
+		c.checkpoints = c.checkpoints[:n]
+		c.ckEvery *= 2
+	}
+	c.checkpoints = append(c.checkpoints, checkpoint{off: c.base, line: c.line, sum: sumBytes(c.buf[c.r-sumWindow : c.r])})
+}
+
+// sumAt is the checksum of the bytes before off in the file ("" for stdin
+// and compressed files).
+func (c *cursor) sumAt(off int64) string {
+	if c.fd == nil || off == 0 {
+		return ""
+	}
+	return sumAt(c.fd, off)
 }
 
 // addMetrics adds the counts gathered since the last call to the metrics.
@@ -407,6 +503,7 @@ func (c *cursor) closeBatch(advance bool) {
 	if advance {
 		if sp, ok := c.safePoint(); ok {
 			m.offset, m.line, m.advance = sp.offset, sp.line, true
+			m.sum = c.sumAt(sp.offset) // one small read a batch
 			c.lastSafe = sp
 		}
 	}
@@ -520,22 +617,6 @@ func (c *cursor) follow(ctx context.Context) followResult {
 			return followGone
 		}
 		c.idle(time.Now())
-		switch c.checkFile() {
-		case fileMoved:
-			// The caller opens the new file at once and finishes this one
-			// beside it (drainRenamed): Docker may rotate again soon.
-			c.sh.metrics.rotations.WithLabelValues("rename").Inc()
-			return followRotated
-		case fileRemoved:
-			draining, lastGrowth = followGone, time.Now()
-			continue
-		case fileTruncated:
-			c.sh.metrics.rotations.WithLabelValues("truncate").Inc()
-			c.finish()
-			c.tracker.retire()
-			c.restartTruncated()
-			continue
-		}
 		c.updateLag()
 		wait := poll
 		if c.count > 0 {
@@ -547,6 +628,24 @@ func (c *cursor) follow(ctx context.Context) followResult {
 			wait = c.sh.cfg.FlushTimeout / 2
 		}
 		sleepCtx(ctx, wait)
+		if ctx.Err() != nil {
+			continue
+		}
+		// Checked after the sleep, right before the next read: a file
+		// truncated and regrown past our offset meanwhile must not be read
+		// from the middle of its new content.
+		switch c.checkFile() {
+		case fileMoved:
+			// The caller opens the new file at once and finishes this one
+			// beside it (drainRenamed): Docker may rotate again soon.
+			c.sh.metrics.rotations.WithLabelValues("rename").Inc()
+			return followRotated
+		case fileRemoved:
+			draining, lastGrowth = followGone, time.Now()
+		case fileTruncated:
+			c.sh.metrics.rotations.WithLabelValues("truncate").Inc()
+			c.truncated(ctx)
+		}
 	}
 }
 
@@ -600,6 +699,17 @@ func (c *cursor) checkFile() fileState {
 	if err == nil && (fi.Size() < c.base+int64(c.w-c.r)) {
 		return fileTruncated
 	}
+	if err == nil && fi.Size() != c.lastSize {
+		// It grew (or changed): are the bytes we read last still there?
+		// A file truncated and rewritten past our offset has other bytes.
+		c.lastSize = fi.Size()
+		if n := min(c.r, 64); n > 0 {
+			b := make([]byte, n)
+			if _, err := c.fd.ReadAt(b, c.base-int64(n)); err == nil && !bytes.Equal(b, c.buf[c.r-n:c.r]) {
+				return fileTruncated
+			}
+		}
+	}
 	if fp, err := fingerprint(c.fd); err == nil {
 		if c.fp == "" {
 			c.fp = fp // truncated to nothing earlier; now it has a first line
@@ -617,20 +727,128 @@ func (c *cursor) checkFile() fileState {
 	return fileSame
 }
 
-// restartTruncated starts the same file over at offset 0 as a new generation:
-// its records get new IDs (the old offsets now hold other bytes).
-func (c *cursor) restartTruncated() {
-	c.log.Info("file truncated, reading it from the start", "offset", c.base)
-	if _, err := c.fd.Seek(0, io.SeekStart); err != nil {
-		c.log.Error("seek after truncation", "err", err)
+// truncated handles a file cut under us. copytruncate: the rest of the old
+// content is read from the copy first. Cut to a shorter prefix: what is
+// left was read already, so reading goes on from the cut. Otherwise
+// (rewritten): from the start. In no case is the unterminated line read
+// before the cut shipped: it is a fragment of a line that is gone.
+func (c *cursor) truncated(ctx context.Context) {
+	if c.readCopy(ctx) {
+		c.restartAt(0, 0, "copytruncate: the rest of the old content was read from the copy; reading the file from the start")
+		return
+	}
+	off, line, kept := c.prefixKept()
+	c.dropPartial()
+	c.drain()
+	c.addMetrics()
+	c.closeBatch(true)
+	c.tracker.retire()
+	if kept {
+		c.restartAt(off, line, "file cut to a shorter prefix, which was read already; reading on from the cut")
+	} else {
+		c.restartAt(0, 0, "file truncated or rewritten, reading it from the start")
+	}
+}
+
+// dropPartial forgets the unterminated line in the buffer.
+func (c *cursor) dropPartial() {
+	if c.w > c.r && !c.long {
+		c.sh.metrics.skipped.WithLabelValues("torn-line").Inc()
+		c.log.Warn("file truncated in the middle of a line; its head is not shipped", "offset", c.base, "bytes", c.w-c.r)
+	}
+	c.w = c.r
+	c.long = false
+}
+
+// prefixKept tells whether the (shorter) file is a prefix of what was read,
+// and where its new content starts: the first byte that differs from the
+// bytes still in the buffer, else its end when a checkpoint below the end
+// still has its checksum.
+func (c *cursor) prefixKept() (int64, int, bool) {
+	fi, err := c.fd.Stat()
+	if err != nil || fi.Size() == 0 {
+		return 0, 0, false
+	}
+	size := fi.Size()
+	if fp, err := fingerprint(c.fd); err != nil || fp != c.fp {
+		return 0, 0, false
+	}
+	start := c.base - int64(c.r) // file offset of buf[0]
+	if size >= start+int64(c.w) {
+		return 0, 0, false // not shorter: rewritten
+	}
+	if size > start {
+		b := make([]byte, size-start)
+		if _, err := c.fd.ReadAt(b, start); err != nil {
+			return 0, 0, false
+		}
+		i := 0
+		for i < len(b) && b[i] == c.buf[i] {
+			i++
+		}
+		if i < len(b) {
+			// Other bytes from start+i on: new content from the start of
+			// that line (a rewrite sharing a prefix must not be read from
+			// the middle of a line).
+			j := bytes.LastIndexByte(c.buf[:i], '\n') + 1
+			if j == 0 && start > 0 {
+				return 0, 0, false
+			}
+			i = j
+		}
+		if i > 0 || start == 0 {
+			p := start + int64(i)
+			line := c.line
+			if p < c.base {
+				line -= bytes.Count(c.buf[i:c.r], []byte{'\n'})
+			}
+			return p, line, true
+		}
+	}
+	for k := len(c.checkpoints) - 1; k >= 0; k-- {
+		ck := c.checkpoints[k]
+		if ck.off > size || sumAt(c.fd, ck.off) != ck.sum {
+			continue
+		}
+		n, err := countLines(c.fd, ck.off, size)
+		if err != nil {
+			return 0, 0, false
+		}
+		return size, ck.line + n, true
+	}
+	return 0, 0, false
+}
+
+// countLines counts the newlines of f in [from, to).
+func countLines(f io.ReaderAt, from, to int64) (int, error) {
+	b := make([]byte, 64<<10)
+	n := 0
+	for from < to {
+		k := min(int64(len(b)), to-from)
+		if _, err := f.ReadAt(b[:k], from); err != nil {
+			return 0, err
+		}
+		n += bytes.Count(b[:k], []byte{'\n'})
+		from += k
+	}
+	return n, nil
+}
+
+// restartAt goes on reading the same file at off as a new generation: its
+// records get new IDs (the old offsets from off on held other bytes).
+func (c *cursor) restartAt(off int64, line int, why string) {
+	c.log.Info(why, "offset", off, "was", c.base)
+	if _, err := c.fd.Seek(off, io.SeekStart); err != nil {
+		c.log.Error("seek after truncation", "offset", off, "err", err)
 	}
 	c.fp = ""
 	if fp, err := fingerprint(c.fd); err == nil {
 		c.fp = fp
-		c.key = strconv.FormatUint(c.di.dev, 10) + ":" + strconv.FormatUint(c.di.ino, 10) + ":" + fp
+		c.key = fileKey(c.di, fp)
 	}
-	c.gen = newGen()
-	c.base, c.line = 0, 0
+	c.gen, c.id = newGen(), ""
+	c.base, c.line = off, line
+	c.lastSize = 0
 	c.init()
 }
 

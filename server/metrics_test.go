@@ -1,0 +1,69 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/rule"
+)
+
+// /metrics has a counter of runtime expression errors per rule: 0 for a
+// rule that evaluates fine, the engine's count for one that errs.
+func TestRuleErrorMetric(t *testing.T) {
+	rs, problems := rule.Parse("r.yaml", []byte(`id: broken
+cause: cuda-oom
+severity: critical
+title: t
+facts:
+  seen:
+    from:
+      - regex: 'zorblax (?P<value>\w+)'
+  n:
+    type: number
+    from:
+      - regex: 'count (?P<value>\d+)'
+condition: len(seen) > 0 && max(n) > 1
+summary: s
+remediation: r
+---
+id: fine
+cause: cuda-oom
+severity: critical
+title: t
+facts:
+  seen:
+    from:
+      - regex: 'zorblax (?P<value>\w+)'
+condition: len(seen) > 5
+summary: s
+remediation: r
+`))
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	engine := rule.NewEngine(rs)
+	for _, msg := range []string{"zorblax one", "zorblax two", "zorblax three"} {
+		engine.Observe(&parsers.Event{Record: parsers.Record{Node: "n"}, Source: parsers.SourceOther, Message: msg})
+	}
+	families, err := newRegistry(engine).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range families {
+		if mf.GetName() != "faultline_rule_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "rule" {
+					got[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	want := map[string]float64{"broken": 3, "fine": 0}
+	if len(got) != len(want) || got["broken"] != want["broken"] || got["fine"] != want["fine"] {
+		t.Errorf("faultline_rule_errors_total = %v, want %v", got, want)
+	}
+}
