@@ -41,6 +41,9 @@ type Config struct {
 	AckWait time.Duration
 	// ReloadInterval is how often the rule directories are checked.
 	ReloadInterval time.Duration
+	// Reload, when set, reloads the rules on every receive (serve sends on
+	// SIGHUP, as Prometheus and Fluent Bit do).
+	Reload <-chan struct{}
 	// WebhookRetries and WebhookBackoff tune webhook delivery.
 	WebhookRetries int
 	WebhookBackoff time.Duration

@@ -8,40 +8,48 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
 	"time"
 
 	"github.com/faultline/faultline/rule"
 )
 
-// watchRules reloads the rules whenever a rule directory changes. It polls a
-// digest of names, sizes and modification times: this is portable, needs no
-// extra dependency, and a rule edit a fraction of a second late is fine.
-// A set that fails to load is rejected with its file:line:col problems and
-// the running rules stay.
+// watchRules reloads the rules whenever a rule directory changes or a
+// reload is asked for (cfg.Reload). It polls a digest of names, sizes and
+// modification times: this is portable, needs no extra dependency, and a
+// rule edit a fraction of a second late is fine. A set that fails to load
+// is rejected with its file:line:col problems and the running rules stay.
 func (s *server) watchRules(ctx context.Context) {
-	if len(s.cfg.RuleDirs) == 0 {
-		return
+	var tick <-chan time.Time
+	var last [32]byte
+	if len(s.cfg.RuleDirs) > 0 {
+		last = dirsDigest(s.cfg.RuleDirs)
+		t := time.NewTicker(s.cfg.ReloadInterval)
+		defer t.Stop()
+		tick = t.C
 	}
-	last := dirsDigest(s.cfg.RuleDirs)
-	t := time.NewTicker(s.cfg.ReloadInterval)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case _, ok := <-s.cfg.Reload:
+			if !ok {
+				s.cfg.Reload = nil // closed: no more asks
+				continue
+			}
+			last = dirsDigest(s.cfg.RuleDirs)
+			s.reload("signal")
+		case <-tick:
+			d := dirsDigest(s.cfg.RuleDirs)
+			if d == last {
+				continue
+			}
+			last = d
+			s.reload("rule files changed")
 		}
-		d := dirsDigest(s.cfg.RuleDirs)
-		if d == last {
-			continue
-		}
-		last = d
-		s.reload()
 	}
 }
 
-func (s *server) reload() {
+func (s *server) reload(why string) {
 	rules, err := rule.Load(s.cfg.RuleDirs, s.cfg.RulesOnly)
 	if err != nil {
 		var le *rule.LoadError
@@ -55,7 +63,7 @@ func (s *server) reload() {
 		return
 	}
 	s.engine.SetRules(rules)
-	s.log.Info("rules reloaded", "rules", len(rules))
+	s.log.Info("rules reloaded", "rules", len(rules), "why", why)
 }
 
 // dirsDigest hashes what identifies the state of the rule files.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,6 +146,9 @@ func Run(ctx context.Context, cfg Config) error {
 		defer hs.Close()
 		addrs.HTTP = ln.Addr().String()
 		s.log.Info("http", "addr", addrs.HTTP)
+		if !loopback(addrs.HTTP) && cfg.HTTPToken == "" {
+			s.log.Warn("HTTP listens beyond this host without a token: anyone who reaches it can read the logs and findings; set FAULTLINE_HTTP_TOKEN or --http-token-file", "listen", addrs.HTTP)
+		}
 	}
 
 	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
@@ -413,7 +417,7 @@ func loopback(listen string) bool {
 // authorized requires the --http-token bearer token when one is set.
 func (s *server) authorized(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.HTTPToken != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.HTTPToken {
+		if t, _ := web.BearerToken(r); s.cfg.HTTPToken != "" && subtle.ConstantTimeCompare([]byte(t), []byte(s.cfg.HTTPToken)) != 1 {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}

@@ -192,7 +192,7 @@ func (s *server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	ok := func(v string) bool { return subtle.ConstantTimeCompare([]byte(v), []byte(s.cfg.Token)) == 1 }
-	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") && ok(strings.TrimPrefix(a, "Bearer ")) {
+	if t, found := BearerToken(r); found && ok(t) {
 		return true
 	}
 	if c, err := r.Cookie(tokenCookie); err == nil && ok(c.Value) {
@@ -203,6 +203,18 @@ func (s *server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// BearerToken returns the token of an "Authorization: Bearer TOKEN" header.
+// The scheme is matched in any case, as RFC 9110 says auth schemes are
+// (clients and proxies send "bearer" too).
+func BearerToken(r *http.Request) (string, bool) {
+	scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -82,5 +84,27 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Stdout = stdout
 	cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// SIGHUP reloads the rules (it would otherwise end the process).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reload := make(chan struct{}, 1)
+	cfg.Reload = reload
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-hup:
+				cfg.Log.Info("SIGHUP: reloading the rules")
+				select {
+				case reload <- struct{}{}:
+				default: // a reload is pending already
+				}
+			}
+		}
+	}()
 	return server.Run(ctx, cfg)
 }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/faultline/faultline/internal/testutil"
+)
+
+// serving is an `analyzer serve` run in-process by startServe.
+type serving struct {
+	out, errs *testutil.Buffer
+	nats      string // client URL of the embedded NATS
+	http      string // host:port
+	done      chan int
+}
+
+// startServe runs `analyzer serve args...` with an embedded NATS and HTTP on
+// free ports and waits until it serves; it is stopped when the test ends.
+func startServe(t *testing.T, args ...string) *serving {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &serving{out: &testutil.Buffer{}, errs: &testutil.Buffer{}, done: make(chan int, 1)}
+	args = append([]string{"serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1"}, args...)
+	if !strings.Contains(strings.Join(args, " "), "--http") {
+		args = append(args, "--http", "127.0.0.1:0")
+	}
+	go func() { s.done <- run(ctx, args, s.out, s.errs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop on cancel")
+		}
+	})
+	natsRE := regexp.MustCompile(`msg="embedded nats" url=(\S+)`)
+	httpRE := regexp.MustCompile(`msg=http addr=(\S+)`)
+	testutil.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		select {
+		case code := <-s.done:
+			t.Fatalf("serve exited with %d:\n%s", code, s.errs.String())
+		default:
+		}
+		log := s.errs.String()
+		if !strings.Contains(log, `msg=serving`) {
+			return fmt.Errorf("not serving yet")
+		}
+		if m := natsRE.FindStringSubmatch(log); m != nil {
+			s.nats = m[1]
+		}
+		if m := httpRE.FindStringSubmatch(log); m != nil {
+			s.http = m[1]
+		}
+		return nil
+	})
+	return s
+}
+
+// TestServeSIGHUPReloadsRules: SIGHUP used to end serve (exit 129) without
+// a word; now it reloads the rules, says so, and serve keeps serving.
+func TestServeSIGHUPReloadsRules(t *testing.T) {
+	s := startServe(t, "--rules", t.TempDir())
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if !regexp.MustCompile(`msg="rules reloaded" rules=\d+ why=signal`).MatchString(s.errs.String()) {
+			return fmt.Errorf("no reload logged yet:\n%s", s.errs.String())
+		}
+		return nil
+	})
+	select {
+	case code := <-s.done:
+		t.Fatalf("serve exited with %d on SIGHUP", code)
+	default:
+	}
+	resp, err := http.Get("http://" + s.http + "/healthz")
+	if err != nil {
+		t.Fatalf("after SIGHUP: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// TestServeSecretsFromEnvAndFile: the NATS token comes from $FAULTLINE_TOKEN
+// or --token-file, the HTTP token from $FAULTLINE_HTTP_TOKEN, so neither
+// needs to be on the command line; the Bearer scheme is case-insensitive.
+func TestServeSecretsFromEnvAndFile(t *testing.T) {
+	t.Setenv("FAULTLINE_TOKEN", "nats-from-env")
+	t.Setenv("FAULTLINE_HTTP_TOKEN", "http-from-env")
+	s := startServe(t)
+	wantNATSToken(t, s.nats, "nats-from-env")
+
+	for _, tt := range []struct {
+		auth string
+		code int
+	}{
+		{"", http.StatusUnauthorized},
+		{"Bearer wrong", http.StatusUnauthorized},
+		{"Bearer http-from-env", http.StatusOK},
+		{"bearer http-from-env", http.StatusOK},
+		{"BEARER  http-from-env", http.StatusOK},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+s.http+"/api/findings", nil)
+		if tt.auth != "" {
+			req.Header.Set("Authorization", tt.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.code {
+			t.Errorf("/api/findings with Authorization %q: %d, want %d", tt.auth, resp.StatusCode, tt.code)
+		}
+	}
+
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("nats-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = startServe(t, "--token-file", file)
+	wantNATSToken(t, s.nats, "nats-from-file")
+}
+
+// wantNATSToken checks that the NATS server at url wants exactly token.
+func wantNATSToken(t *testing.T, url, token string) {
+	t.Helper()
+	if nc, err := nats.Connect(url); err == nil {
+		nc.Close()
+		t.Errorf("NATS %s accepted a client without a token", url)
+	}
+	nc, err := nats.Connect(url, nats.Token(token))
+	if err != nil {
+		t.Fatalf("NATS %s with token %q: %v", url, token, err)
+	}
+	nc.Close()
+}
+
+// TestServeWarnsOnOpenHTTP: --http on all interfaces without a token warns,
+// as the NATS listener does; with a token it does not.
+func TestServeWarnsOnOpenHTTP(t *testing.T) {
+	const warning = "HTTP listens beyond this host without a token"
+	s := startServe(t, "--http", "0.0.0.0:0")
+	if !strings.Contains(s.errs.String(), warning) {
+		t.Errorf("serve --http 0.0.0.0:0 without a token does not warn:\n%s", s.errs.String())
+	}
+	t.Setenv("FAULTLINE_HTTP_TOKEN", "set")
+	s = startServe(t, "--http", "0.0.0.0:0")
+	if strings.Contains(s.errs.String(), warning) {
+		t.Errorf("serve warns although a token is set:\n%s", s.errs.String())
+	}
+}
