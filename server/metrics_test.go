@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/parsers"
@@ -65,5 +66,16 @@ remediation: r
 	want := map[string]float64{"broken": 3, "fine": 0}
 	if len(got) != len(want) || got["broken"] != want["broken"] || got["fine"] != want["fine"] {
 		t.Errorf("faultline_rule_errors_total = %v, want %v", got, want)
+	}
+}
+
+// serve's /metrics carries the counter for every loaded rule.
+func TestServeExposesRuleErrors(t *testing.T) {
+	srv := startServer(t, Config{})
+	code, body := get(t, "http://"+srv.addrs.HTTP+"/metrics", "")
+	for _, want := range []string{`faultline_rule_errors_total{rule="cuda-oom"} 0`, "faultline_index_documents", "go_goroutines"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("GET /metrics = %d, lacks %q", code, want)
+		}
 	}
 }
