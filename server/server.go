@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/internal/version"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/report"
 	"github.com/faultline/faultline/rule"
@@ -387,16 +389,30 @@ func (s *server) handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(s.findings())
 	}))
+	mux.HandleFunc("GET /api/rules", s.authorized(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(s.rules())
+	}))
+	mux.HandleFunc("GET /version", s.authorized(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(version.Get())
+	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		status, code := "ok", http.StatusOK
 		if !s.nc.IsConnected() {
 			status, code = "nats disconnected", http.StatusServiceUnavailable
 		}
+		body := map[string]any{"status": status}
+		// Probes need no token; with a token set, the counts are for
+		// those who hold it.
+		if s.hasToken(r) {
+			body["records"], body["index_lag"] = s.records.Load(), s.unindexed.Load()
+		} else if code != http.StatusOK {
+			body["status"] = "not ok"
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		json.NewEncoder(w).Encode(map[string]any{
-			"status": status, "records": s.records.Load(), "index_lag": s.unindexed.Load(),
-		})
+		json.NewEncoder(w).Encode(body)
 	})
 	return mux
 }
@@ -417,12 +433,41 @@ func loopback(listen string) bool {
 // authorized requires the --http-token bearer token when one is set.
 func (s *server) authorized(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if t, _ := web.BearerToken(r); s.cfg.HTTPToken != "" && subtle.ConstantTimeCompare([]byte(t), []byte(s.cfg.HTTPToken)) != 1 {
+		if !s.hasToken(r) {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		h(w, r)
 	}
+}
+
+// hasToken reports whether r may see everything: no token is set, or r
+// carries it as a bearer token.
+func (s *server) hasToken(r *http.Request) bool {
+	if s.cfg.HTTPToken == "" {
+		return true
+	}
+	t, _ := web.BearerToken(r)
+	return subtle.ConstantTimeCompare([]byte(t), []byte(s.cfg.HTTPToken)) == 1
+}
+
+// ruleInfo is one loaded rule as GET /api/rules lists it.
+type ruleInfo struct {
+	ID       string `json:"id"`
+	Cause    string `json:"cause"`
+	Severity string `json:"severity"`
+	Title    string `json:"title"`
+	File     string `json:"file"` // where it was loaded from: a built-in pack file or one under --rules
+}
+
+// rules lists the rules the engine runs now (after any reload), by id.
+func (s *server) rules() []ruleInfo {
+	out := []ruleInfo{}
+	for _, r := range s.engine.Rules() {
+		out = append(out, ruleInfo{ID: r.ID, Cause: r.Cause, Severity: r.Severity, Title: r.Title, File: r.File})
+	}
+	slices.SortFunc(out, func(a, b ruleInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // seenSet remembers the last n record IDs, so a redelivered record is not

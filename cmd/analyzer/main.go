@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"syscall"
+
+	"github.com/faultline/faultline/internal/version"
 )
 
 // exitError carries a process exit code through the subcommands, so that
@@ -57,7 +59,7 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'analyzer COMMAND --help' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'analyzer COMMAND --help' for a command's flags, 'analyzer --version' for the version.")
 }
 
 func main() {
@@ -87,6 +89,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(args) == 0 {
 			return 1
 		}
+		return 0
+	}
+	if args[0] == "--version" || args[0] == "version" {
+		fmt.Fprintln(stdout, "analyzer", version.Get())
 		return 0
 	}
 	for _, c := range commands() {

@@ -28,6 +28,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/faultline/faultline/internal/secrets"
+	"github.com/faultline/faultline/internal/version"
 	"github.com/faultline/faultline/shipper"
 )
 
@@ -48,7 +49,7 @@ func main() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(32 << 20)
 	}
-	if err := run(ctx, os.Args[1:], os.Stdin, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "shipper:", err)
 		os.Exit(1)
@@ -85,9 +86,13 @@ type fileConfig struct {
 	MaxBytes         int64    `yaml:"stream-max-bytes"`
 }
 
-func run(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fc, rest, err := parseArgs(args, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
+		return nil
+	}
+	if errors.Is(err, errVersion) {
+		fmt.Fprintln(stdout, "shipper", version.Get())
 		return nil
 	}
 	if err != nil {
@@ -140,6 +145,7 @@ func parseArgs(args []string, stderr io.Writer) (fileConfig, []string, error) {
 	var fc fileConfig
 	host, _ := os.Hostname()
 	configFile := fs.String("config", "", "YAML file with the same keys as the flags (flags win)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.StringArrayVar(&fc.Path, "path", nil, "glob of log files to tail (plain, Docker json-file or CRI); repeatable")
 	fs.StringArrayVar(&fc.Container, "container", nil, "Docker container name pattern (path.Match); repeatable")
 	fs.StringArrayVar(&fc.ExcludeContainer, "exclude-container", nil, "Docker container name pattern never to tail, e.g. the Faultline stack's own containers; repeatable")
@@ -174,6 +180,9 @@ func parseArgs(args []string, stderr io.Writer) (fileConfig, []string, error) {
 	if err := fs.Parse(args); err != nil {
 		return fc, nil, err
 	}
+	if *showVersion {
+		return fc, nil, errVersion
+	}
 	if *configFile != "" {
 		if err := mergeConfig(*configFile, fs, &fc); err != nil {
 			return fc, nil, err
@@ -181,6 +190,9 @@ func parseArgs(args []string, stderr io.Writer) (fileConfig, []string, error) {
 	}
 	return fc, fs.Args(), nil
 }
+
+// errVersion is parseArgs' answer to --version.
+var errVersion = errors.New("--version")
 
 // mergeConfig reads the YAML file into fc for every key whose flag was not
 // given on the command line.

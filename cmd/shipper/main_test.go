@@ -160,7 +160,7 @@ func TestConfigFileErrors(t *testing.T) {
 		file := writeConfig(t, "nats: nats://127.0.0.1:1\nbogus: 1\n")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		err := run(ctx, []string{"--config", file, "-"}, strings.NewReader(""), io.Discard)
+		err := run(ctx, []string{"--config", file, "-"}, strings.NewReader(""), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), file+":2:1") {
 			t.Errorf("run: %v", err)
 		}
@@ -176,5 +176,19 @@ func TestFlagErrors(t *testing.T) {
 	}
 	if _, _, err := parseArgs([]string{"--help"}, io.Discard); !errors.Is(err, pflag.ErrHelp) {
 		t.Errorf("--help: %v", err)
+	}
+}
+
+// --version prints the binary's version on stdout and exits without
+// connecting anywhere.
+func TestVersion(t *testing.T) {
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := run(ctx, []string{"--version", "--nats", "nats://127.0.0.1:1"}, strings.NewReader(""), &out, io.Discard); err != nil {
+		t.Fatalf("--version: %v", err)
+	}
+	if !regexp.MustCompile(`^shipper \S+.* go1\.\d+`).MatchString(out.String()) {
+		t.Errorf("--version printed %q", out.String())
 	}
 }
