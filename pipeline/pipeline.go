@@ -169,6 +169,9 @@ type Stats struct {
 	Lines    int64
 	Records  int64
 	Warnings int64
+	// Failed are the files that could not be read, or not to their end
+	// (each error names its file); their other events were replayed.
+	Failed []error
 }
 
 // Replay reads every file of the inputs and calls fn with their events
@@ -200,10 +203,12 @@ func ReplayFiles(ctx context.Context, files []File, opts Options, fn func(*parse
 			c.close()
 		}
 	}()
+	pool := newFilePool()
 	for i, f := range files {
-		c, err := openCursor(f, i, opts.Cluster, warn)
+		c, err := openCursor(pool, f, i, opts.Cluster, warn)
 		if err != nil {
 			warn(err)
+			st.Failed = append(st.Failed, err)
 			continue
 		}
 		cursors = append(cursors, c)
@@ -234,6 +239,9 @@ func ReplayFiles(ctx context.Context, files []File, opts Options, fn func(*parse
 		st.Bytes += c.reader.Offset()
 		st.Lines += int64(c.lines)
 		st.Records += int64(c.records)
+		if c.failed != nil {
+			st.Failed = append(st.Failed, c.failed)
+		}
 	}
 	return st, ctx.Err()
 }
@@ -242,8 +250,9 @@ func ReplayFiles(ctx context.Context, files []File, opts Options, fn func(*parse
 type cursor struct {
 	idx     int
 	file    File
-	f       *os.File
+	f       *lazyFile
 	gz      *gzip.Reader
+	failed  error // the read error that ended the file early
 	reader  *parsers.Reader
 	joiner  *parsers.Joiner
 	queue   recordHeap
@@ -257,21 +266,22 @@ type cursor struct {
 	warn    func(error)
 }
 
-func openCursor(f File, idx int, cluster string, warn func(error)) (*cursor, error) {
+func openCursor(pool *filePool, f File, idx int, cluster string, warn func(error)) (*cursor, error) {
 	c := &cursor{idx: idx, file: f}
 	var r io.Reader
 	id := f.Path
 	if f.Data != nil {
 		r = bytes.NewReader(f.Data)
 	} else {
-		fh, err := os.Open(f.Path)
+		// Opened for the identity, closed at once: the pool opens it
+		// again when it is read.
+		fid, err := parsers.FileIdentity(f.Path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.Path, err)
 		}
-		if fid, err := parsers.FileIdentity(f.Path); err == nil {
-			id = fid
-		}
-		c.f, r = fh, fh
+		id = fid
+		lf := pool.file(f.Path)
+		c.f, r = lf, lf
 	}
 	if strings.HasSuffix(f.Path, ".gz") {
 		gz, err := gzip.NewReader(r)
@@ -333,6 +343,7 @@ func (c *cursor) advance() bool {
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				c.warn(err)
+				c.failed = fmt.Errorf("%s: %w", c.file.Path, err)
 			}
 			c.eof = true
 			c.joiner.Flush()

@@ -69,6 +69,19 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if shown > maxWarningsShown {
 		fmt.Fprintf(stderr, "warning: %d more warnings not shown\n", shown-maxWarningsShown)
 	}
+	// An input that could not be read (or not to its end) makes the
+	// diagnosis incomplete: say which, and exit 1 after the report.
+	var unread error
+	if n := len(st.Failed); n > 0 {
+		for i, e := range st.Failed {
+			if i == maxWarningsShown {
+				fmt.Fprintf(stderr, "error: %d more files not read\n", n-i)
+				break
+			}
+			fmt.Fprintf(stderr, "error: %v\n", e)
+		}
+		unread = usageError("could not read %d input file(s), first %v; the diagnosis is incomplete", n, st.Failed[0])
+	}
 	if st.Files == 0 {
 		return usageError("no readable log files in the input")
 	}
@@ -88,6 +101,9 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			fmt.Fprintln(stdout, "\nNo known cause found. Search the logs with `analyzer ingest` + `analyzer search`, or add a rule (docs/rules.md).")
 		}
 		report.Text(stdout, findings)
+	}
+	if unread != nil {
+		return unread
 	}
 	if *failOn != "" {
 		for _, f := range findings {

@@ -1,0 +1,152 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// filePool bounds the files a replay holds open: a replay of 10,000 files
+// under a 1,024 open-files limit must read them all, not skip those it
+// could not open. A file is opened when it is read, closed at its end, and,
+// when the pool is full, the least recently read file is closed and later
+// reopened at its position.
+type filePool struct {
+	max   int
+	open  []*lazyFile
+	clock uint64
+}
+
+func newFilePool() *filePool {
+	n := 256
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur < 1<<20 {
+		// Leave room for the rules, the index and the process's own files.
+		n = min(n, max(4, int(rl.Cur)/4))
+	}
+	return &filePool{max: n}
+}
+
+// lazyFile reads a file through the pool. It notices a file truncated or
+// replaced while it was being read instead of ending quietly at its new end.
+type lazyFile struct {
+	pool   *filePool
+	path   string
+	f      *os.File
+	pos    int64
+	size   int64 // at the first open
+	dev    uint64
+	ino    uint64
+	opened bool
+	used   uint64
+	eof    bool
+}
+
+func (p *filePool) file(path string) *lazyFile { return &lazyFile{pool: p, path: path} }
+
+func (l *lazyFile) Read(b []byte) (int, error) {
+	if l.eof {
+		return 0, io.EOF
+	}
+	if l.f == nil {
+		if err := l.pool.reopen(l); err != nil {
+			return 0, err
+		}
+	}
+	l.pool.clock++
+	l.used = l.pool.clock
+	n, err := l.f.Read(b)
+	l.pos += int64(n)
+	if errors.Is(err, io.EOF) {
+		l.pool.close(l)
+		if l.pos < l.size {
+			return n, fmt.Errorf("truncated while being read: it ended at byte %d of %d", l.pos, l.size)
+		}
+		l.eof = true
+	} else if err != nil {
+		err = fmt.Errorf("read at byte %d: %w", l.pos, err)
+	}
+	return n, err
+}
+
+// Close releases the file's descriptor.
+func (l *lazyFile) Close() error {
+	l.pool.close(l)
+	return nil
+}
+
+// reopen opens l (again) at its position, closing the least recently read
+// file when the pool is full or the process is out of descriptors.
+func (p *filePool) reopen(l *lazyFile) error {
+	for len(p.open) >= p.max {
+		p.evict()
+	}
+	f, err := os.Open(l.path)
+	for err != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && len(p.open) > 0 {
+		// The limit is lower than we thought (other files are open): hold
+		// fewer.
+		p.max = max(1, len(p.open)-1)
+		p.evict()
+		f, err = os.Open(l.path)
+	}
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if !l.opened {
+		l.opened, l.size = true, fi.Size()
+		if st != nil {
+			l.dev, l.ino = uint64(st.Dev), st.Ino
+		}
+	} else {
+		if st != nil && (uint64(st.Dev) != l.dev || st.Ino != l.ino) {
+			f.Close()
+			return fmt.Errorf("replaced by another file while being read (at byte %d)", l.pos)
+		}
+		if fi.Size() < l.pos {
+			f.Close()
+			return fmt.Errorf("truncated while being read: %d bytes now, %d read", fi.Size(), l.pos)
+		}
+		if _, err := f.Seek(l.pos, io.SeekStart); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	l.f = f
+	p.open = append(p.open, l)
+	return nil
+}
+
+func (p *filePool) evict() {
+	if len(p.open) == 0 {
+		return
+	}
+	oldest := 0
+	for i, o := range p.open {
+		if o.used < p.open[oldest].used {
+			oldest = i
+		}
+	}
+	p.close(p.open[oldest])
+}
+
+func (p *filePool) close(l *lazyFile) {
+	if l.f == nil {
+		return
+	}
+	l.f.Close()
+	l.f = nil
+	for i, o := range p.open {
+		if o == l {
+			p.open = append(p.open[:i], p.open[i+1:]...)
+			break
+		}
+	}
+}
