@@ -1,6 +1,8 @@
 package rule
 
 import (
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/parsers"
@@ -45,8 +47,27 @@ remediation: r
 		events[i].Text = events[i].Message
 	}
 	cov := NewCoverage(rs)
+	engine := NewEngine(rs)
 	for i := range events {
 		cov.Observe(&events[i])
+		engine.Observe(&events[i])
+	}
+	// The values coverage saw are exactly the values the engine recorded.
+	var covered []string
+	for _, m := range cov.Matchers() {
+		for _, l := range m.Lines {
+			covered = append(covered, l.Value)
+		}
+	}
+	findings := engine.Findings()
+	if len(findings) != 1 {
+		t.Fatalf("engine: %d findings, want 1", len(findings))
+	}
+	recorded := append([]string(nil), findings[0].Facts["killed"]...)
+	sort.Strings(covered)
+	sort.Strings(recorded)
+	if strings.Join(covered, ",") != strings.Join(recorded, ",") {
+		t.Errorf("coverage saw values %q, the engine recorded %q", covered, recorded)
 	}
 	tests := []struct {
 		index    int
