@@ -59,3 +59,28 @@ func TestDiagnoseReportsRuleErrors(t *testing.T) {
 		})
 	}
 }
+
+// rules test fails a case in which a rule erred, even though the case's
+// expectations hold.
+func TestRulesTestFailsOnRuleErrors(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte(brokenRule), 0o644)
+	os.WriteFile(filepath.Join(dir, "broken.test.yaml"), []byte(`tests:
+  - name: errs
+    logs: {n1: "zorblax one"}
+    absent: [broken]
+  - name: fine
+    logs: {n1: "hello"}
+    absent: [broken]
+`), 0o644)
+	out, _, code := analyzer(t, "rules", "test", dir)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{"FAIL  " + filepath.Join(dir, "broken.test.yaml") + ": errs",
+		"rule broken: 1 runtime expression error(s), last: ", "1 passed, 1 failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
