@@ -177,6 +177,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
+	if s.enter(w, r) {
+		return
+	}
 	if !s.authorized(w, r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="faultline"`)
 		http.Error(w, "unauthorized: a bearer token is required", http.StatusUnauthorized)
@@ -185,24 +188,41 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// authorized checks the bearer token, or the cookie set from ?token= so
-// that a browser (whose EventSource cannot send headers) can use the UI.
+// enter handles the UI's entry page opened with ?token=TOKEN: the right
+// token becomes the session cookie (a browser's EventSource cannot send
+// headers) and the browser is sent to the same page without it, so the
+// token stays out of the history, bookmarks and shared links. Only the
+// entry page takes ?token=; it reports whether it answered.
+func (s *server) enter(w http.ResponseWriter, r *http.Request) bool {
+	q := r.URL.Query()
+	t := q.Get("token")
+	if s.cfg.Token == "" || t == "" || r.URL.Path != "/" || r.Method != http.MethodGet || !s.tokenOK(t) {
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	q.Del("token")
+	u := *r.URL
+	u.RawQuery = q.Encode()
+	http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+	return true
+}
+
+// authorized checks the bearer token, or the cookie set by enter.
 func (s *server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if s.cfg.Token == "" {
 		return true
 	}
-	ok := func(v string) bool { return subtle.ConstantTimeCompare([]byte(v), []byte(s.cfg.Token)) == 1 }
-	if t, found := BearerToken(r); found && ok(t) {
+	if t, found := BearerToken(r); found && s.tokenOK(t) {
 		return true
 	}
-	if c, err := r.Cookie(tokenCookie); err == nil && ok(c.Value) {
-		return true
-	}
-	if t := r.URL.Query().Get("token"); t != "" && ok(t) {
-		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	if c, err := r.Cookie(tokenCookie); err == nil && s.tokenOK(c.Value) {
 		return true
 	}
 	return false
+}
+
+func (s *server) tokenOK(v string) bool {
+	return subtle.ConstantTimeCompare([]byte(v), []byte(s.cfg.Token)) == 1
 }
 
 // BearerToken returns the token of an "Authorization: Bearer TOKEN" header.

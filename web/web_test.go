@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
@@ -195,10 +196,23 @@ func TestAuthToken(t *testing.T) {
 			return r
 		}, 200},
 		{"ui page", func() *http.Request { r, _ := http.NewRequest("GET", ts.URL+"/", nil); return r }, 401},
-		{"query token", func() *http.Request { r, _ := http.NewRequest("GET", ts.URL+"/?token=s3cret", nil); return r }, 200},
+		{"bearer any case", func() *http.Request {
+			r, _ := http.NewRequest("GET", ts.URL+"/api/findings", nil)
+			r.Header.Set("Authorization", "bearer s3cret")
+			return r
+		}, 200},
+		// The entry page takes ?token= once: cookie set, and off to the
+		// same page without the token in the URL.
+		{"query token", func() *http.Request { r, _ := http.NewRequest("GET", ts.URL+"/?token=s3cret&q=ray", nil); return r }, 303},
+		{"query token, wrong", func() *http.Request { r, _ := http.NewRequest("GET", ts.URL+"/?token=nope", nil); return r }, 401},
+		{"query token on the API", func() *http.Request {
+			r, _ := http.NewRequest("GET", ts.URL+"/api/findings?token=s3cret", nil)
+			return r
+		}, 401},
 		{"metrics", func() *http.Request { r, _ := http.NewRequest("GET", ts.URL+"/metrics", nil); return r }, 401},
 	} {
-		resp, err := http.DefaultClient.Do(c.req())
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Do(c.req())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,9 +220,33 @@ func TestAuthToken(t *testing.T) {
 		if resp.StatusCode != c.want {
 			t.Errorf("%s: %d, want %d", c.name, resp.StatusCode, c.want)
 		}
-		if c.name == "query token" && len(resp.Cookies()) == 0 {
-			t.Error("?token= did not set the session cookie")
+		if c.name == "query token" {
+			if len(resp.Cookies()) == 0 {
+				t.Error("?token= did not set the session cookie")
+			}
+			if loc := resp.Header.Get("Location"); loc != "/?q=ray" {
+				t.Errorf("?token= redirects to %q, want /?q=ray", loc)
+			}
 		}
+	}
+	// The browser's way in: the cookie from the entry page opens the rest.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.Get(ts.URL + "/?token=s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Request.URL.RawQuery != "" {
+		t.Errorf("entry page: %d at %s, want 200 without the token in the URL", resp.StatusCode, resp.Request.URL)
+	}
+	resp, err = browser.Get(ts.URL + "/api/findings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("/api/findings with the session cookie: %d", resp.StatusCode)
 	}
 }
 

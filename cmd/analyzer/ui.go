@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/internal/secrets"
 	"github.com/faultline/faultline/web"
 )
 
@@ -28,7 +28,8 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	dataDir := fs.String("data-dir", "./faultline-data", "index directory (shared with serve, ingest, search)")
 	addr := fs.String("http", "127.0.0.1:8080", "listen address; keep it on loopback unless --http-token is set")
-	token := fs.String("http-token", os.Getenv("FAULTLINE_HTTP_TOKEN"), "require this bearer token (default $FAULTLINE_HTTP_TOKEN); the browser passes it once as ?token=")
+	token := fs.String("http-token", "", "require this bearer token (default $FAULTLINE_HTTP_TOKEN); the browser passes it once as ?token=")
+	tokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -37,6 +38,10 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if *token, err = secrets.Resolve("http-token", *token, *tokenFile, "FAULTLINE_HTTP_TOKEN"); err != nil {
+		return usageError("%v", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	idx, err := openIndex(ctx, *dataDir, index.Options{ReadOnly: true})
@@ -61,10 +66,11 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	url := "http://" + ln.Addr().String() + "/"
-	if *token != "" {
-		url += "?token=" + *token
-	}
 	fmt.Fprintf(stdout, "Faultline UI on %s (index %s); Ctrl-C to stop\n", url, *dataDir)
+	if *token != "" {
+		// The token is not printed: terminals are logged and shared.
+		fmt.Fprintf(stdout, "It wants the HTTP token: open %s?token=TOKEN once in the browser\n", url)
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

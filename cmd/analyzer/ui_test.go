@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/internal/testutil"
+)
+
+// TestUITokenFromEnvNotPrinted: ui takes its token from
+// $FAULTLINE_HTTP_TOKEN and does not print it (it printed the URL with
+// ?token= on the terminal); the API wants it.
+func TestUITokenFromEnvNotPrinted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, errs, code := runCmd(t, "ingest", "-q", "--data-dir", dir, filepath.Join(seed, "failed")); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, errs)
+	}
+	const token = "ui-s3cret-token"
+	t.Setenv("FAULTLINE_HTTP_TOKEN", token)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errs testutil.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"ui", "--data-dir", dir, "--http", "127.0.0.1:0"}, &out, &errs) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("ui did not stop on cancel")
+		}
+	}()
+	var url string
+	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		m := regexp.MustCompile(`UI on (http://\S+/)`).FindStringSubmatch(out.String())
+		if m == nil {
+			return fmt.Errorf("no URL printed yet: %q %q", out.String(), errs.String())
+		}
+		url = m[1]
+		return nil
+	})
+	if strings.Contains(out.String()+errs.String(), token) {
+		t.Errorf("ui printed its token:\n%s\n%s", out.String(), errs.String())
+	}
+	for _, tt := range []struct {
+		auth string
+		want int
+	}{{"", http.StatusUnauthorized}, {"Bearer " + token, http.StatusOK}} {
+		req, _ := http.NewRequest("GET", url+"api/findings", nil)
+		if tt.auth != "" {
+			req.Header.Set("Authorization", tt.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("api/findings with %q: %d, want %d", tt.auth, resp.StatusCode, tt.want)
+		}
+	}
+}
