@@ -34,6 +34,15 @@ func startEmbedded(listen, storeDir string, auth shipper.NATSOptions) (*natsserv
 	if err != nil {
 		return nil, fmt.Errorf("--nats-listen %q: bad port", listen)
 	}
+	if port > 0 {
+		// nats-server reports a taken port only to its log (off here) and
+		// then never becomes ready: find out first, and say it plainly.
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			return nil, fmt.Errorf("--nats-listen %s: %w", listen, err)
+		}
+		ln.Close()
+	}
 	opts := &natsserver.Options{
 		ServerName: "faultline-analyzer",
 		Host:       host,
