@@ -21,8 +21,13 @@ type MatcherCoverage struct {
 	// Hits counts the events from which the matcher took a value; a match
 	// whose value_expr dropped it (or whose sources/levels exclude the
 	// event) is no hit, exactly as the engine records no fact.
-	Hits  int           `json:"hits"`
-	Lines []CoverageHit `json:"lines,omitempty"` // the first MaxCoverageLines hits
+	Hits int `json:"hits"`
+	// Dropped counts the events whose text the regex matches but from
+	// which the matcher took no value: sources or levels exclude the
+	// event, or value_expr dropped every match. A matcher with no hit but
+	// drops is worth a look: the filter may be wrong.
+	Dropped int           `json:"dropped,omitempty"`
+	Lines   []CoverageHit `json:"lines,omitempty"` // the first MaxCoverageLines hits
 }
 
 // CoverageHit is one real line a matcher took a value from.
@@ -84,10 +89,13 @@ func (c *Coverage) Observe(ev *parsers.Event) {
 				break
 			}
 		}
+		mc := c.of[ref.m]
 		if value == "" {
+			if ref.m.re != nil && ref.m.re.MatchString(text) {
+				mc.Dropped++
+			}
 			return
 		}
-		mc := c.of[ref.m]
 		mc.Hits++
 		if len(mc.Lines) < MaxCoverageLines {
 			e := evidenceOf(ev, ref.f.name, hit)

@@ -72,15 +72,16 @@ remediation: r
 	tests := []struct {
 		index    int
 		hits     int
+		dropped  int // the regex matched, the matcher took no value
 		line     int
 		value    string
 		unhitNew bool // listed by Unhit(true)
 	}{
-		{0, 1, 1, "2", false},
-		{1, 1, 4, "raylet", false},
-		{2, 0, 0, "", true},
-		{3, 1, 6, "10.0.0.2", false},
-		{4, 0, 0, "", false}, // no hit, but it has a note
+		{0, 1, 1, 1, "2", false},
+		{1, 1, 1, 4, "raylet", false},
+		{2, 0, 1, 0, "", true},
+		{3, 1, 0, 6, "10.0.0.2", false},
+		{4, 0, 0, 0, "", false}, // no hit, but it has a note
 	}
 	got := cov.Matchers()
 	if len(got) != len(tests) {
@@ -95,8 +96,8 @@ remediation: r
 		if m.Rule != "t" || m.Fact != "killed" || m.Index != tt.index {
 			t.Errorf("matcher %d is %s/%s[%d]", tt.index, m.Rule, m.Fact, m.Index)
 		}
-		if m.Hits != tt.hits {
-			t.Errorf("matcher %d: %d hits, want %d", tt.index, m.Hits, tt.hits)
+		if m.Hits != tt.hits || m.Dropped != tt.dropped {
+			t.Errorf("matcher %d: %d hits, %d dropped; want %d, %d", tt.index, m.Hits, m.Dropped, tt.hits, tt.dropped)
 		}
 		if tt.hits > 0 && (len(m.Lines) == 0 || m.Lines[0].Line != tt.line || m.Lines[0].Value != tt.value) {
 			t.Errorf("matcher %d: lines %+v, want line %d value %q", tt.index, m.Lines, tt.line, tt.value)

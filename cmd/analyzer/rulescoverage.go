@@ -68,7 +68,11 @@ func printCoverage(w io.Writer, corpus []string, all []rule.MatcherCoverage, lin
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RULE\tFACT[i]\tHITS\tMATCHER")
 	for _, m := range all {
-		fmt.Fprintf(tw, "%s\t%s[%d]\t%d\t%s\n", m.Rule, m.Fact, m.Index, m.Hits, clip(matcherText(m), 100))
+		hits := fmt.Sprint(m.Hits)
+		if m.Dropped > 0 {
+			hits += fmt.Sprintf(" (%d dropped)", m.Dropped)
+		}
+		fmt.Fprintf(tw, "%s\t%s[%d]\t%s\t%s\n", m.Rule, m.Fact, m.Index, hits, clip(matcherText(m), 100))
 		for i, h := range m.Lines {
 			if i >= lines {
 				break
@@ -92,6 +96,9 @@ func printCoverage(w io.Writer, corpus []string, all []rule.MatcherCoverage, lin
 		note := "NO NOTE: add a real log or a note naming the upstream version that prints it"
 		if m.Note != "" {
 			note = "note: " + m.Note
+		}
+		if m.Dropped > 0 {
+			note = fmt.Sprintf("the regex matched %d event(s) that sources/levels/value_expr dropped; ", m.Dropped) + note
 		}
 		fmt.Fprintf(w, "  %s %s[%d] %s\n      %s\n", m.Rule, m.Fact, m.Index, matcherText(m), note)
 	}
