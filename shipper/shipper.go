@@ -200,6 +200,9 @@ func (sh *Shipper) discover(ctx context.Context) {
 	for {
 		for _, g := range sh.cfg.Paths {
 			matches, _ := filepath.Glob(g)
+			if len(matches) == 0 {
+				sh.checkGlobDir(g)
+			}
 			for _, m := range matches {
 				sh.start(ctx, source{path: m, display: m})
 			}
@@ -230,10 +233,8 @@ func (sh *Shipper) start(ctx context.Context, src source) {
 		case err == nil && fi.IsDir():
 		case err == nil:
 			sh.skip(src.path, "not-regular", fmt.Errorf("mode %v", fi.Mode().Type()))
-		case errors.Is(err, syscall.ELOOP):
-			sh.skip(src.path, "symlink-loop", err)
 		case !errors.Is(err, fs.ErrNotExist):
-			sh.skip(src.path, "unreadable", err)
+			sh.skip(src.path, skipReason(err), err)
 		}
 		return
 	} else if base, ok := rotatedBase(src.path); ok {
@@ -324,6 +325,31 @@ func (sh *Shipper) follow(ctx context.Context, src source) {
 		// the file in between is at .1 now, complete, and never seen.
 		sh.scanRotated(ctx, src)
 	}
+}
+
+// checkGlobDir reports a glob that matches nothing because its folder
+// cannot be read (a Glob says nothing about it).
+func (sh *Shipper) checkGlobDir(g string) {
+	dir := filepath.Dir(g)
+	if strings.ContainsAny(dir, `*?[\`) {
+		return
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			sh.skip(dir, skipReason(err), err)
+		}
+		return
+	}
+	d.Close()
+}
+
+// skipReason names why a path could not be opened.
+func skipReason(err error) string {
+	if errors.Is(err, syscall.ELOOP) {
+		return "symlink-loop"
+	}
+	return "unreadable"
 }
 
 func (sh *Shipper) hold(di devIno, path string) bool {

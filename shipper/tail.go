@@ -111,6 +111,8 @@ type cursor struct {
 	id  string // file ID of the records when not the key's own (Entry.ID)
 	log *slog.Logger
 
+	heldAt      int64 // offset of the last line reported held back (-1: none)
+	heldLogged  bool
 	checkpoints []checkpoint
 	nextCk      int64 // offset from which the next checkpoint is taken
 	ckEvery     int64
@@ -250,6 +252,7 @@ func (c *cursor) init() {
 	c.buf = make([]byte, readBufSize+keepBehind)
 	c.r, c.w = 0, 0
 	c.checkpoints = c.checkpoints[:0]
+	c.heldAt = -1
 	c.ckEvery = checkpointEvery
 	c.nextCk = c.base + c.ckEvery
 	c.long = false
@@ -297,6 +300,9 @@ func (c *cursor) fill() (int, error) {
 			c.long = true
 			c.longOff = c.base
 			c.longHead = append(c.longHead[:0], c.buf[:parsers.DefaultMaxLineBytes]...)
+			// Said now, not when (if ever) its newline comes.
+			c.warn("line too long, keeping its head and skipping to its end", c.longOff,
+				fmt.Sprintf("no newline in %d bytes", c.w))
 			c.base += int64(c.w)
 			c.r, c.w = 0, 0
 		}
@@ -319,7 +325,7 @@ func (c *cursor) lines() {
 		}
 		if c.long {
 			size := c.base - c.longOff + int64(i) + 1
-			c.warn("line too long, truncated", c.longOff, fmt.Sprintf("%d bytes, kept %d", size, len(c.longHead)))
+			c.log.Info("overlong line ended", "offset", c.longOff, "bytes", size, "kept", len(c.longHead))
 			c.feed(c.longHead, c.longOff, size)
 			c.long = false
 			if cap(c.buf) > 4*readBufSize && c.w-c.r-i-1 <= readBufSize {
@@ -618,6 +624,9 @@ func (c *cursor) follow(ctx context.Context) followResult {
 		}
 		c.idle(time.Now())
 		c.updateLag()
+		if c.w > c.r && !c.long && c.heldAt != c.base && time.Since(lastGrowth) >= heldBackAfter*poll {
+			c.heldBack()
+		}
 		wait := poll
 		if c.count > 0 {
 			if d := c.sh.cfg.BatchWait - time.Since(c.started); d < wait {
@@ -747,6 +756,20 @@ func (c *cursor) truncated(ctx context.Context) {
 		c.restartAt(off, line, "file cut to a shorter prefix, which was read already; reading on from the cut")
 	} else {
 		c.restartAt(0, 0, "file truncated or rewritten, reading it from the start")
+	}
+}
+
+// heldBackAfter polls without a newline, a line is reported held back.
+const heldBackAfter = 10
+
+// heldBack reports an unterminated line that waits for its newline: counted
+// each time, logged once per file.
+func (c *cursor) heldBack() {
+	c.heldAt = c.base
+	c.sh.metrics.skipped.WithLabelValues("held-back").Inc()
+	if !c.heldLogged {
+		c.heldLogged = true
+		c.log.Info("line without its newline held back until it ends or the file is rotated away", "offset", c.base, "bytes", c.w-c.r)
 	}
 }
 
