@@ -123,6 +123,18 @@ func (s *Store) byFingerprint(fp string) []keyedEntry {
 	return out
 }
 
+// touch keeps the entry of a file that still exists from being pruned: a
+// rotated file kept for months (logrotate's rotate 52) must not be read
+// again once its entry is a month old.
+func (s *Store) touch(key string) {
+	s.mu.Lock()
+	e, ok := s.files[key]
+	s.mu.Unlock()
+	if ok && time.Since(e.Updated) > 24*time.Hour {
+		s.Set(key, e)
+	}
+}
+
 // Set records an entry and schedules a write.
 func (s *Store) Set(key string, e Entry) {
 	e.Updated = time.Now().UTC()

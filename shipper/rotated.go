@@ -152,6 +152,7 @@ func (sh *Shipper) readRotated(ctx context.Context, src source, rf rotatedFile) 
 	e, seen := sh.store.Get(key)
 	if seen {
 		if done(max(e.Offset, sh.readUpTo(key))) {
+			sh.store.touch(key)
 			return
 		}
 		if e.Sum != "" && rotatedSum(f, fi.Size(), rf.gz, e.Offset) != e.Sum {
