@@ -3,8 +3,11 @@ package shipper_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -84,5 +87,84 @@ func TestSkippedInputIsReported(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%q about %s logged %d times, want once:\n%s", w.what, w.file, n, tail(out, 3000))
 		}
+	}
+}
+
+// A file the shipper may not read is reported once, with its reason, and
+// counted. As root (who reads everything), the shipper runs as nobody.
+func TestUnreadableFileIsReported(t *testing.T) {
+	s := testutil.RunJetStreamServer(t)
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir's parent is private
+	os.Chmod(dir, 0o755)
+	secret := filepath.Join(dir, "secret.log")
+	appendLines(t, secret, "s", 0, 10)
+	os.Chmod(secret, 0)
+	appendLines(t, filepath.Join(dir, "good.log"), "g", 0, 10)
+	state := filepath.Join(dir, "state")
+	os.Mkdir(state, 0o777)
+	os.Chmod(state, 0o777)
+	args := shipperArgs(s.ClientURL(), "spark-1", state, "--path", filepath.Join(dir, "*.log"), "--metrics-addr", "127.0.0.1:0", "--log-level", "info")
+	bin := shipperBin(t)
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		// The test binary's folder is private: run a copy from this one.
+		b, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(dir, "shipper")
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	p := &proc{cmd: cmd, stderr: &testutil.Buffer{}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("shipper stderr:\n%s", tail(p.stderr.String(), 4000))
+		}
+	})
+	waitLines(t, s.ClientURL(), 20*time.Second, map[string]int{"g": 10})
+	var addr string
+	testutil.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		for _, l := range strings.Split(p.stderr.String(), "\n") {
+			if i := strings.Index(l, "msg=metrics addr="); i >= 0 {
+				addr = strings.TrimSpace(l[i+len("msg=metrics addr="):])
+				return nil
+			}
+		}
+		return fmt.Errorf("metrics address not logged")
+	})
+	var metrics string
+	testutil.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		metrics = string(b)
+		if !strings.Contains(metrics, `faultline_shipper_skipped_total{reason="unreadable"} 1`) {
+			return fmt.Errorf("no unreadable file counted")
+		}
+		return nil
+	})
+	n := 0
+	for _, l := range strings.Split(p.stderr.String(), "\n") {
+		if strings.Contains(l, "file="+secret+" ") && strings.Contains(l, "reason=unreadable") && strings.Contains(l, "permission denied") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("unreadable %s logged %d times, want once", secret, n)
 	}
 }
