@@ -2,11 +2,17 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/faultline/faultline/internal/testutil"
+	"github.com/faultline/faultline/shipper"
 )
 
 // TestNATSPortInUse: a taken NATS port fails serve at once with the
@@ -25,5 +31,55 @@ func TestNATSPortInUse(t *testing.T) {
 	}
 	if took > 3*time.Second {
 		t.Errorf("failing took %v, want it at once", took)
+	}
+}
+
+// TestExternalNATSUnreachable: serve --nats URL that cannot be reached says
+// which URL and why while it retries, and HTTP is up meanwhile, /healthz
+// reporting NATS as the trouble (HTTP waited for NATS before).
+func TestExternalNATSUnreachable(t *testing.T) {
+	dead := freePort(t) // nothing listens there once freePort returns
+	httpAddr := freePort(t)
+	var log testutil.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{DataDir: t.TempDir(), NATS: shipper.NATSOptions{URL: "nats://" + dead}, HTTP: httpAddr,
+			Log: slog.New(slog.NewTextHandler(&log, nil))})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop on cancel")
+		}
+	}()
+	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		resp, err := http.Get("http://" + httpAddr + "/healthz")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var h map[string]any
+		json.NewDecoder(resp.Body).Decode(&h)
+		if resp.StatusCode != http.StatusServiceUnavailable || h["status"] != "nats disconnected" {
+			return fmt.Errorf("/healthz: %d %v", resp.StatusCode, h)
+		}
+		return nil
+	})
+	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		l := log.String()
+		if !strings.Contains(l, "nats://"+dead) || !strings.Contains(l, "connection refused") {
+			return fmt.Errorf("the log names neither the URL nor the error yet:\n%s", l)
+		}
+		return nil
+	})
+}
+
+func TestRedactURLs(t *testing.T) {
+	got := redactURLs("nats://u:pw@a:4222, nats://tok@b:4222,nats://c:4222")
+	if strings.Contains(got, "pw") || strings.Contains(got, "tok") || !strings.Contains(got, "c:4222") {
+		t.Errorf("redactURLs: %q", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -42,6 +43,7 @@ type server struct {
 	acks      chan jetstream.Msg
 	unindexed atomic.Int64 // records evaluated but not yet known flushed (the index lag)
 	records   atomic.Int64
+	connErr   atomic.Value // string: the last failed NATS connection attempt's error, "" once connected
 
 	mu    sync.Mutex
 	known map[string]rule.Finding // last announced version of each finding
@@ -92,7 +94,19 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		opts = append(auth, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1))
+		opts = append(auth, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
+			// Failed attempts, the first connection's included, say why,
+			// once per distinct error rather than every retry.
+			nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+				if err == nil {
+					return
+				}
+				if old, _ := s.connErr.Swap(err.Error()).(string); old != err.Error() {
+					s.log.Warn("NATS unreachable, retrying", "nats", redactURLs(natsURL), "err", err)
+				}
+			}),
+			nats.ConnectHandler(func(*nats.Conn) { s.connErr.Store("") }),
+			nats.ReconnectHandler(func(*nats.Conn) { s.connErr.Store("") }))
 	}
 	opts = append(opts, nats.Name("faultline-analyzer"))
 	s.nc, err = nats.Connect(natsURL, opts...)
@@ -114,29 +128,12 @@ func Run(ctx context.Context, cfg Config) error {
 
 	// Before the warm-up: it may announce findings the last run had not.
 	s.hook = newWebhook(cfg.Webhook, cfg.WebhookRetries, cfg.WebhookBackoff, s.log)
-	js, err := jetstream.New(s.nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	st, err := s.waitStream(ctx, js)
-	if err != nil {
-		return err
-	}
-	if err := s.warmUp(ctx, st); err != nil {
-		return err
-	}
-	cons, err := ensureConsumer(ctx, st, cfg.Durable, cfg.AckWait)
-	if err != nil {
-		return err
-	}
 
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
 	defer func() { cancel(); wg.Wait() }()
-	wg.Go(func() { s.hook.run(runCtx) })
-	wg.Go(func() { s.ackLoop(runCtx) })
-	wg.Go(func() { s.watchRules(runCtx) })
-
+	// HTTP comes up before NATS is known to work: while an external server
+	// cannot be reached, /healthz says so and the stored findings are served.
 	addrs := Addrs{NATS: natsURL}
 	if cfg.HTTP != "" {
 		ln, err := net.Listen("tcp", cfg.HTTP)
@@ -152,6 +149,25 @@ func Run(ctx context.Context, cfg Config) error {
 			s.log.Warn("HTTP listens beyond this host without a token: anyone who reaches it can read the logs and findings; set FAULTLINE_HTTP_TOKEN or --http-token-file", "listen", addrs.HTTP)
 		}
 	}
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	st, err := s.waitStream(ctx, js, natsURL)
+	if err != nil {
+		return err
+	}
+	if err := s.warmUp(ctx, st); err != nil {
+		return err
+	}
+	cons, err := ensureConsumer(ctx, st, cfg.Durable, cfg.AckWait)
+	if err != nil {
+		return err
+	}
+
+	wg.Go(func() { s.hook.run(runCtx) })
+	wg.Go(func() { s.ackLoop(runCtx) })
+	wg.Go(func() { s.watchRules(runCtx) })
 
 	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
 	if err != nil {
@@ -184,7 +200,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // waitStream makes sure the stream exists, retrying while an external server
 // is not reachable yet (the analyzer may start before NATS in compose).
-func (s *server) waitStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+func (s *server) waitStream(ctx context.Context, js jetstream.JetStream, natsURL string) (jetstream.Stream, error) {
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		st, err := ensureStream(cctx, s.nc, js)
@@ -192,7 +208,12 @@ func (s *server) waitStream(ctx context.Context, js jetstream.JetStream) (jetstr
 		if err == nil {
 			return st, nil
 		}
-		s.log.Warn("stream not ready, retrying", "err", err)
+		if ce, _ := s.connErr.Load().(string); !s.nc.IsConnected() && ce != "" {
+			// Why the stream is out of reach: the connection's error, not
+			// the request's timeout.
+			err = errors.New(ce)
+		}
+		s.log.Warn("NATS stream not ready, retrying", "nats", redactURLs(natsURL), "connected", s.nc.IsConnected(), "err", err)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -415,6 +436,20 @@ func (s *server) handler() http.Handler {
 		json.NewEncoder(w).Encode(body)
 	})
 	return mux
+}
+
+// redactURLs hides the passwords of a comma-separated list of NATS URLs.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			if _, has := u.User.Password(); !has {
+				u.User = url.User("xxxxx") // a token alone
+			}
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // loopback reports whether a listen address stays on this host.
