@@ -49,8 +49,8 @@ func TestIngestOnAHeldIndexFails(t *testing.T) {
 	input := filepath.Join(seed, "failed")
 
 	searchErr, code, _ := runTimed(t, context.Background(), 20*time.Second, "search", "--data-dir", dir, "x")
-	if code != 1 {
-		t.Fatalf("search of a held index: exit %d, want 1: %s", code, searchErr)
+	if code != 2 {
+		t.Fatalf("search of a held index: exit %d, want 2 (an error): %s", code, searchErr)
 	}
 	ingestErr, code, took := runTimed(t, context.Background(), 20*time.Second, "ingest", "-q", "--data-dir", dir, input)
 	if code != 1 {

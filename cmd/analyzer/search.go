@@ -15,13 +15,31 @@ import (
 	"github.com/faultline/faultline/index"
 )
 
+// errNoMatch is search's answer when nothing matched: exit 1, no message.
+var errNoMatch = &exitError{code: 1}
+
+// runSearch exits like grep, so scripts can test for a match: 0 when
+// something matched, 1 when nothing did, 2 on any error.
 func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	err := search(ctx, args, stdout, stderr)
+	if err == nil || err == errNoMatch {
+		return err
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return &exitError{code: 2, err: ee.err}
+	}
+	return &exitError{code: 2, err: err}
+}
+
+func search(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("search", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: analyzer search [flags] QUERY...\n\n"+
 			"Search the index of `analyzer ingest` or `analyzer serve`. Hits are newest first.\n\n"+
-			index.QuerySyntax+"\n\nflags:")
+			index.QuerySyntax+"\n\n"+
+			"Exit status (as grep's): 0 something matched, 1 nothing matched, 2 an error.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	dataDir := fs.String("data-dir", "./faultline-data", "index directory (shared with serve, ingest, ui)")
@@ -103,6 +121,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return err
 			}
 		}
+		if res.Total == 0 {
+			return errNoMatch
+		}
 		return nil
 	}
 
@@ -136,6 +157,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			fmt.Fprintln(stdout)
 		}
+	}
+	if res.Total == 0 {
+		return errNoMatch
 	}
 	return nil
 }

@@ -89,11 +89,21 @@ func TestIngestTwiceThenSearch(t *testing.T) {
 		}
 	}
 
-	if _, _, code := runCmd(t, "search", "--data-dir", filepath.Join(dir, "none"), "x"); code != 1 {
-		t.Errorf("search of a missing index: exit %d, want 1", code)
+	// Exit status as grep's: 1 nothing matched (and nothing said), 2 errors.
+	if out, errs, code := runCmd(t, "search", "--data-dir", dir, "no-such-word-anywhere"); code != 1 || out != "" || !strings.HasPrefix(errs, "0 of 0 hits") {
+		t.Errorf("search without a match: exit %d, stdout %q, stderr %q; want 1, nothing, the count", code, out, errs)
 	}
-	if _, _, code := runCmd(t, "search", "--data-dir", dir, "pid:abc"); code != 1 {
-		t.Errorf("bad query: exit %d, want 1", code)
+	if out, _, code := runCmd(t, "search", "--data-dir", dir, "--json", "no-such-word-anywhere"); code != 1 || out != "" {
+		t.Errorf("search --json without a match: exit %d, stdout %q; want 1 and nothing", code, out)
+	}
+	if _, _, code := runCmd(t, "search", "--data-dir", dir, "-n", "1", "192.168.200.12"); code != 0 {
+		t.Errorf("search with a match: exit %d, want 0", code)
+	}
+	if _, errs, code := runCmd(t, "search", "--data-dir", filepath.Join(dir, "none"), "x"); code != 2 || !strings.Contains(errs, "no index there") {
+		t.Errorf("search of a missing index: exit %d (%s), want 2", code, errs)
+	}
+	if _, _, code := runCmd(t, "search", "--data-dir", dir, "pid:abc"); code != 2 {
+		t.Errorf("bad query: exit %d, want 2", code)
 	}
 }
 
