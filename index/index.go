@@ -54,7 +54,10 @@ type Options struct {
 	// ReadOnly opens an existing index for searching only (several
 	// processes may then share it); Add fails.
 	ReadOnly bool
-	Logger   *slog.Logger
+	// SearchTimeout bounds each search and context lookup (default
+	// DefaultSearchTimeout; negative: none).
+	SearchTimeout time.Duration
+	Logger        *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -69,6 +72,9 @@ func (o *Options) defaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.SearchTimeout == 0 {
+		o.SearchTimeout = DefaultSearchTimeout
 	}
 }
 

@@ -201,14 +201,10 @@ func textClause(field, t string) (query.Query, error) {
 		return q, nil
 	}
 	if len(t) > 2 && t[0] == '/' && t[len(t)-1] == '/' {
-		q := bleve.NewRegexpQuery(t[1 : len(t)-1])
-		q.SetField(field)
-		return q, nil
+		return newRegexpQuery(field, t[1:len(t)-1]), nil
 	}
 	if strings.ContainsAny(t, "*?") {
-		q := bleve.NewWildcardQuery(strings.ToLower(t))
-		q.SetField(field)
-		return q, nil
+		return newWildcardQuery(field, strings.ToLower(t)), nil
 	}
 	if i := strings.LastIndexByte(t, '~'); i > 0 {
 		if d, err := strconv.Atoi(t[i+1:]); err == nil || i == len(t)-1 {
@@ -262,9 +258,7 @@ func fieldClause(field, kind, val string) (query.Query, error) {
 			v = strings.ToLower(v)
 		}
 		if !quoted && strings.ContainsAny(v, "*?") {
-			q := bleve.NewWildcardQuery(v)
-			q.SetField(field)
-			return q, nil
+			return newWildcardQuery(field, v), nil
 		}
 		q := bleve.NewTermQuery(v)
 		q.SetField(field)

@@ -210,8 +210,19 @@ func (f filterQuery) Searcher(ctx context.Context, i bindex.IndexReader, m mappi
 	return f.q.Searcher(ctx, i, m, options)
 }
 
-// Search runs q over all shards.
+// Search runs q over all shards, within the search timeout and until ctx
+// ends (an HTTP client that went away).
 func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
+	ctx, cancel := x.withDeadline(ctx)
+	defer cancel()
+	res, err := x.search(ctx, q)
+	if err != nil {
+		return Result{}, x.deadlineError(ctx, err)
+	}
+	return res, nil
+}
+
+func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	start := time.Now()
 	bq, err := BuildQuery(q)
 	if err != nil {
@@ -226,6 +237,10 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	size = min(size, 10000)
 	from := max(q.From, 0)
+	if from+size > MaxResultWindow {
+		return Result{}, fmt.Errorf("%w: from %d + size %d is past the first %d hits; narrow the query (a time range, filters) instead",
+			ErrTooDeep, from, size, MaxResultWindow)
+	}
 	var sortBy []string
 	switch q.Sort {
 	// No _id tie-breaker (an ID lookup per hit): pages in time order break
@@ -422,6 +437,16 @@ type Context struct {
 // Context returns the n records before and after the event id in its file
 // (same node and file identity), in file order: grep -C for records.
 func (x *Index) Context(ctx context.Context, id string, n int) (Context, error) {
+	ctx, cancel := x.withDeadline(ctx)
+	defer cancel()
+	c, err := x.context(ctx, id, n)
+	if err != nil {
+		return Context{}, x.deadlineError(ctx, err)
+	}
+	return c, nil
+}
+
+func (x *Index) context(ctx context.Context, id string, n int) (Context, error) {
 	h, ok, err := x.Get(ctx, id)
 	if err != nil {
 		return Context{}, err
