@@ -33,6 +33,10 @@ type Config struct {
 	RulesOnly bool     // use only RuleDirs
 	Durable   string   // JetStream durable consumer name
 
+	// SearchTimeout bounds each search of the HTTP API (0: the index's
+	// default; negative: none).
+	SearchTimeout time.Duration
+
 	// AckInterval bounds how long a message waits for the index before it
 	// is acknowledged (batched acks after an index flush).
 	AckInterval time.Duration

@@ -117,7 +117,8 @@ func Run(ctx context.Context, cfg Config) error {
 
 	// Safe batches: a message is acked only once its records are on disk,
 	// so a kill -9 never loses an acknowledged record.
-	s.idx, err = index.Open(cfg.DataDir, index.Options{Safe: true, FlushInterval: cfg.AckInterval, Logger: s.log})
+	s.idx, err = index.Open(cfg.DataDir, index.Options{Safe: true, FlushInterval: cfg.AckInterval,
+		SearchTimeout: cfg.SearchTimeout, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("index: %w", err)
 	}

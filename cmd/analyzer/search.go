@@ -54,6 +54,7 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	facets := fs.Bool("facets", false, "print hit counts per node, container, source and level")
 	asJSON := fs.Bool("json", false, "one hit per line as JSON (with context lines as \"before\"/\"after\" when -C is set)")
 	sort := fs.String("sort", "-time", "-time (newest first), time (oldest first) or score")
+	timeout := fs.Duration("timeout", index.DefaultSearchTimeout, "give up a search after this long")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -80,7 +81,7 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if _, err := index.ParseQuery(q.Text); err != nil {
 		return usageError("%v", err)
 	}
-	idx, err := openIndex(ctx, *dataDir, index.Options{ReadOnly: true})
+	idx, err := openIndex(ctx, *dataDir, index.Options{ReadOnly: true, SearchTimeout: *timeout})
 	if errors.Is(err, errInterrupted) {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/secrets"
 	"github.com/faultline/faultline/server"
 )
@@ -43,6 +44,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:8080", "HTTP listen address (empty: off)")
 	fs.StringVar(&cfg.HTTPToken, "http-token", "", "require this bearer token on every HTTP request (set it when --http is not on localhost; default $FAULTLINE_HTTP_TOKEN)")
 	httpTokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this file")
+	fs.DurationVar(&cfg.SearchTimeout, "search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
 	fs.StringVar(&cfg.Webhook, "webhook", "", "POST findings here as JSON with a `text` field (Slack-compatible)")
 	fs.StringArrayVar(&cfg.RuleDirs, "rules", nil, "watched directory of rule files added to the built-in pack (repeatable)")
 	fs.BoolVar(&cfg.RulesOnly, "rules-only", false, "use only the rules from --rules")

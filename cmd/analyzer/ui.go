@@ -30,6 +30,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("http", "127.0.0.1:8080", "listen address; keep it on loopback unless --http-token is set")
 	token := fs.String("http-token", "", "require this bearer token (default $FAULTLINE_HTTP_TOKEN); the browser passes it once as ?token=")
 	tokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this file")
+	searchTimeout := fs.Duration("search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -44,7 +45,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError("%v", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	idx, err := openIndex(ctx, *dataDir, index.Options{ReadOnly: true})
+	idx, err := openIndex(ctx, *dataDir, index.Options{ReadOnly: true, SearchTimeout: *searchTimeout})
 	if errors.Is(err, errInterrupted) {
 		return err
 	}
