@@ -98,6 +98,11 @@ type joinKey struct {
 type streamLast struct {
 	stream string
 	key    joinKey
+	// The stream's previous physical line, to recognise a line that a
+	// terminal or a paste wrapped (see wrapContinues).
+	lastLen  int
+	lastByte byte
+	width    int // a wrap width seen in this stream (0: none yet)
 }
 
 // prefixEntry remembers a prefix run seen before: match is how it is
@@ -177,6 +182,9 @@ func (j *Joiner) recordID(offset int64) string {
 // Add takes the next Line of the file.
 func (j *Joiner) Add(l Line) {
 	j.seq++
+	if j.addWrapped(l) {
+		return
+	}
 	prefix, rest := j.splitPrefix(l.Text)
 	blank := blankLine(rest)
 	var key joinKey
@@ -440,22 +448,97 @@ func (j *Joiner) close(p *pendingRecord) {
 }
 
 func (j *Joiner) streamLastKey(stream string) joinKey {
-	for _, s := range j.streams {
-		if s.stream == stream {
-			return s.key
-		}
+	if s := j.streamState(stream); s != nil {
+		return s.key
 	}
 	return joinKey{stream: stream}
 }
 
-func (j *Joiner) setStreamLastKey(stream string, k joinKey) {
+func (j *Joiner) streamState(stream string) *streamLast {
 	for i := range j.streams {
 		if j.streams[i].stream == stream {
-			j.streams[i].key = k
-			return
+			return &j.streams[i]
 		}
 	}
-	j.streams = append(j.streams, streamLast{stream: stream, key: k})
+	return nil
+}
+
+func (j *Joiner) setStreamLastKey(stream string, k joinKey) {
+	s := j.streamState(stream)
+	if s == nil {
+		j.streams = append(j.streams, streamLast{stream: stream})
+		s = &j.streams[len(j.streams)-1]
+	}
+	s.key = k
+}
+
+// Wrapped lines. Logs pasted from a terminal (bug reports, chat) are often
+// hard-wrapped at the terminal's width: one log line becomes several, the
+// later ones without the writer's prefix or header, often split mid-word
+// ("...killed due to memory pres" + "sure (OOM)..."). Such a piece is joined
+// back onto the line it was cut from, without a newline, so matchers see the
+// original line.
+const wrapMinWidth = 80
+
+// addWrapped joins l onto the stream's previous record when l is the
+// wrapped remainder of the previous physical line, and remembers l's shape
+// for the next line. It reports whether l was joined.
+func (j *Joiner) addWrapped(l Line) bool {
+	s := j.streamState(l.Stream)
+	if s == nil {
+		j.streams = append(j.streams, streamLast{stream: l.Stream})
+		s = &j.streams[len(j.streams)-1]
+	}
+	prevLen, prevByte := s.lastLen, s.lastByte
+	s.lastLen = len(l.Text)
+	if s.lastLen > 0 {
+		s.lastByte = l.Text[s.lastLen-1]
+	}
+	if prevLen < wrapMinWidth || !wrapContinues(l.Text, prevByte, prevLen == s.width) {
+		return false
+	}
+	p := j.pending[s.key]
+	if p == nil || !p.active || !j.fits(p, l) {
+		return false
+	}
+	if s.width == 0 {
+		s.width = prevLen
+	}
+	p.appendWrapped(l, j.now(), j.seq)
+	j.touch(p)
+	j.maybeSweep()
+	return true
+}
+
+// wrapContinues reports whether text can be the wrapped remainder of a line
+// that ended with prev: it starts no entry of its own (no prefix, header,
+// traceback, exception or NCCL line), and either the previous line had the
+// stream's wrap width, ended with a space, or the cut fell inside a word.
+func wrapContinues(text string, prev byte, atWidth bool) bool {
+	if text == "" || blankLine(text) || text[0] == '(' || strings.HasPrefix(text, "[rank") ||
+		startsEntry(text) || exceptionLine(text) || chainMarker(text) {
+		return false
+	}
+	if atWidth || prev == ' ' {
+		// A log line hardly ever ends with a space; a cut after one does.
+		return true
+	}
+	return wordByte(prev) && wordByte(text[0]) && !labelled(text)
+}
+
+// labelled reports whether a line starts with "name:" (a host prefix of
+// pdsh/compose output, an NCCL "host:pid:tid", "ncclInvalidUsage: ..."): the
+// start of a line of its own, not the middle of a wrapped one.
+func labelled(s string) bool {
+	k := 0
+	for k < len(s) && (identByte[s[k]] || s[k] == '-') {
+		k++
+	}
+	return k > 0 && k < len(s) && s[k] == ':'
+}
+
+func wordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
 func (p *pendingRecord) start(l Line, rest, hdr string, blank bool, now time.Time, seq uint64) {
@@ -503,6 +586,19 @@ func (p *pendingRecord) append(l Line, blank bool, now time.Time, seq uint64) {
 	if !blank {
 		p.textLen = len(p.buf)
 	}
+	p.lines++
+	p.size += l.Size
+	p.last, p.lastSeq = now, seq
+}
+
+// appendWrapped adds the wrapped remainder of the record's last line,
+// without a newline: the text is the line as it was before the wrap.
+func (p *pendingRecord) appendWrapped(l Line, now time.Time, seq uint64) {
+	if p.lines == 1 {
+		p.buf = append(p.buf[:0], p.first...)
+	}
+	p.buf = append(p.buf, l.Text...)
+	p.textLen = len(p.buf)
 	p.lines++
 	p.size += l.Size
 	p.last, p.lastSeq = now, seq
