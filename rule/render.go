@@ -37,6 +37,15 @@ var templateFuncs = template.FuncMap{
 	"sum": func(v []string) string {
 		return fmtNumber(reduce(v, 0, func(a, b float64) float64 { return a + b }))
 	},
+	// redacted: some value is a user's redaction ("<IP>"), not an address.
+	"redacted": func(v []string) bool {
+		for _, s := range v {
+			if redacted(s) {
+				return true
+			}
+		}
+		return false
+	},
 	"quote": func(v []string) string {
 		q := make([]string, len(v))
 		for i, s := range v {

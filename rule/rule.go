@@ -244,7 +244,7 @@ func compile(s Spec) (*Rule, []error) {
 	}
 
 	if s.Condition != "" {
-		p, err := expr.Compile(s.Condition, expr.Env(env), expr.AsBool())
+		p, err := expr.Compile(s.Condition, append([]expr.Option{expr.Env(env), expr.AsBool()}, exprFuncs...)...)
 		if err != nil {
 			errs = append(errs, ferr("$.condition", "condition: %v", oneLine(err)))
 		}
@@ -276,7 +276,7 @@ func compile(s Spec) (*Rule, []error) {
 		}
 		if ro.When == "" {
 			errs = append(errs, ferr(path, "ruled_out needs 'when'"))
-		} else if x.when, err = expr.Compile(ro.When, expr.Env(env), expr.AsBool()); err != nil {
+		} else if x.when, err = expr.Compile(ro.When, append([]expr.Option{expr.Env(env), expr.AsBool()}, exprFuncs...)...); err != nil {
 			errs = append(errs, ferr(path+".when", "when: %v", oneLine(err)))
 		} else if strings.Contains(ro.When, "outcome") {
 			r.usesOutcome = true
@@ -347,10 +347,10 @@ func compileMatcher(factName string, ms MatchSpec, path string) (*matcher, error
 				env[g] = ""
 			}
 		}
-		p, err := expr.Compile(ms.ValueExpr, expr.Env(env),
+		p, err := expr.Compile(ms.ValueExpr, append([]expr.Option{expr.Env(env),
 			expr.Function("num", numFunc, new(func(any) float64)),
 			expr.Function("sum_matches", m.sumMatches, new(func(string, string) float64)),
-			expr.Function("count_matches", m.countMatches, new(func(string, string) float64)))
+			expr.Function("count_matches", m.countMatches, new(func(string, string) float64))}, exprFuncs...)...)
 		if err != nil {
 			return nil, ferr(path+".value_expr", "value_expr: %v", oneLine(err))
 		}
