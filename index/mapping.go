@@ -1,6 +1,9 @@
 package index
 
 import (
+	"encoding/binary"
+	"encoding/hex"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"time"
@@ -34,9 +37,14 @@ const (
 	FieldTimeSort  = "time_sort" // exact time: range edges, doc values for sorting and the histogram
 	FieldPID       = "pid"       // exact value (see intTerm)
 	FieldRank      = "rank"      // exact value, ranged over by term ranges
-	FieldLine      = "line"      // zero-padded keyword: one term, ranged over for context
-	FieldMessage   = "message"
-	FieldEvent     = "event" // stored only: the hit (see encodeHit)
+	FieldLine      = "line"      // zero-padded keyword: one term, ranged over by line:>N
+	// FieldFileLine is the file's key (node and path hashed) then the
+	// padded line: one file's lines are one stretch of the dictionary, so
+	// the context of a record walks its neighbours' terms, not every line
+	// number of every file.
+	FieldFileLine = "file_line"
+	FieldMessage  = "message"
+	FieldEvent    = "event" // stored only: the hit (see encodeHit)
 )
 
 // KeywordFields are the exact-match fields a query may filter with field:value.
@@ -67,7 +75,7 @@ func NewMapping() mapping.IndexMapping {
 	im.DocValuesDynamic = false
 
 	dm := bleve.NewDocumentStaticMapping()
-	for _, f := range append(append(slices.Clone(keywordFields), numericFields...), FieldTime, FieldTimeSort, FieldLine) {
+	for _, f := range append(append(slices.Clone(keywordFields), numericFields...), FieldTime, FieldTimeSort, FieldLine, FieldFileLine) {
 		fm := bleve.NewKeywordFieldMapping()
 		fm.Store = false
 		fm.IncludeInAll = false
@@ -111,7 +119,7 @@ const (
 
 // docFields holds the fields of one document in one allocation.
 type docFields struct {
-	terms [16]termField
+	terms [18]termField
 	n     int
 	msg   messageField
 	event storedField
@@ -186,6 +194,8 @@ func (b docBuilder) build(ev *parsers.Event) *document.Document {
 	}
 	line := padLine(h.Line)
 	doc.AddField(d.term().set(FieldLine, lineOpts, []byte(line), line))
+	fl := fileLineKey(h.Node, h.File) + line
+	doc.AddField(d.term().set(FieldFileLine, lineOpts, []byte(fl), fl))
 	d.msg.text = []byte(h.Message)
 	doc.AddField(&d.msg)
 	d.event = storedField{name: FieldEvent, value: encodeHit(make([]byte, 0, 64+len(h.Message)+len(h.File)), &h)}
@@ -199,6 +209,18 @@ func eventTime(ev *parsers.Event) time.Time {
 		return ev.Time
 	}
 	return ev.Record.Time
+}
+
+// fileLineKey is the prefix of a file's FieldFileLine terms.
+func fileLineKey(node, file string) string {
+	h := fnv.New64a()
+	h.Write([]byte(node))
+	h.Write([]byte{0})
+	h.Write([]byte(file))
+	var b [17]byte
+	hex.Encode(b[:16], binary.BigEndian.AppendUint64(nil, h.Sum64()))
+	b[16] = ':'
+	return string(b[:])
 }
 
 // padLine renders a line number so that byte order is numeric order.

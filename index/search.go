@@ -459,6 +459,19 @@ func (x *Index) context(ctx context.Context, id string, n int) (Context, error) 
 		return c, nil
 	}
 	n = min(n, 1000)
+	if ok, err := x.hasFileLines(h); err != nil {
+		return Context{}, err
+	} else if ok {
+		return x.contextByFileLines(ctx, c, n)
+	}
+	return x.contextByLineRanges(ctx, c, n)
+}
+
+// contextByLineRanges is the context of an event indexed before
+// FieldFileLine existed.
+func (x *Index) contextByLineRanges(ctx context.Context, c Context, n int) (Context, error) {
+	h, id := c.Hit, c.Hit.ID
+	var err error
 	sameFile := func() *query.BooleanQuery {
 		b := bleve.NewBooleanQuery()
 		nq := bleve.NewTermQuery(h.Node)
