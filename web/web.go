@@ -312,10 +312,23 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.cfg.Index.Search(r.Context(), q)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		writeError(w, queryStatus(err, http.StatusBadRequest), err)
 		return
 	}
 	writeJSON(w, res)
+}
+
+// queryStatus is the HTTP status of a failed search: 400 when the query
+// asks too much (a pattern of too many words, a page too deep), 503 at the
+// search deadline (narrower, it may succeed), else other.
+func queryStatus(err error, other int) int {
+	switch {
+	case index.IsBadQuery(err):
+		return http.StatusBadRequest
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	}
+	return other
 }
 
 func (s *server) context(w http.ResponseWriter, r *http.Request) {
@@ -333,7 +346,7 @@ func (s *server) context(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		writeError(w, queryStatus(err, http.StatusInternalServerError), err)
 		return
 	}
 	writeJSON(w, c)
