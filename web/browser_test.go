@@ -27,7 +27,24 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(tempRoot)
+	if chromium() == "" && !testing.Verbose() {
+		noteSkippedBrowserTests()
+	}
 	os.Exit(code)
+}
+
+// noteSkippedBrowserTests tells the person at the terminal that the browser
+// tests were skipped: without -v, go test shows a passing package as "ok"
+// only, whatever the tests printed, and a silent skip looks like a pass.
+// The controlling terminal is written to directly; without one (CI), .ci/run
+// says it instead.
+func noteSkippedBrowserTests() {
+	tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer tty.Close()
+	fmt.Fprintln(tty, "web: browser tests SKIPPED: no Chromium (install Debian's chromium package, or set FAULTLINE_CHROMIUM)")
 }
 
 // chromium finds a Chromium or Chrome binary; the tests skip without one.
