@@ -182,13 +182,14 @@ func (j *Joiner) recordID(offset int64) string {
 // Add takes the next Line of the file.
 func (j *Joiner) Add(l Line) {
 	j.seq++
-	if j.addWrapped(l) {
+	st := j.streamState(l.Stream)
+	if j.addWrapped(st, l) {
 		return
 	}
 	prefix, rest := j.splitPrefix(l.Text)
 	blank := blankLine(rest)
 	var key joinKey
-	if last := j.streamLastKey(l.Stream); blank && prefix == last.prefix {
+	if last := st.key; blank && prefix == last.prefix {
 		// A blank line says nothing more about its writer than its prefix;
 		// it belongs with what its stream said last (NCCL's WARN starts
 		// with "\n", Python separates chained tracebacks with blank lines).
@@ -196,7 +197,7 @@ func (j *Joiner) Add(l Line) {
 	} else {
 		key = joinKey{stream: l.Stream, prefix: prefix, nccl: ncclWriterKey(rest)}
 	}
-	j.setStreamLastKey(l.Stream, key)
+	st.key = key
 
 	p := j.last
 	if p == nil || p.key != key {
@@ -447,29 +448,16 @@ func (j *Joiner) close(p *pendingRecord) {
 	j.emitFn(r)
 }
 
-func (j *Joiner) streamLastKey(stream string) joinKey {
-	if s := j.streamState(stream); s != nil {
-		return s.key
-	}
-	return joinKey{stream: stream}
-}
-
+// streamState returns what the joiner remembers of a stream (stdout,
+// stderr: a file has one or two), adding it on first use.
 func (j *Joiner) streamState(stream string) *streamLast {
 	for i := range j.streams {
 		if j.streams[i].stream == stream {
 			return &j.streams[i]
 		}
 	}
-	return nil
-}
-
-func (j *Joiner) setStreamLastKey(stream string, k joinKey) {
-	s := j.streamState(stream)
-	if s == nil {
-		j.streams = append(j.streams, streamLast{stream: stream})
-		s = &j.streams[len(j.streams)-1]
-	}
-	s.key = k
+	j.streams = append(j.streams, streamLast{stream: stream, key: joinKey{stream: stream}})
+	return &j.streams[len(j.streams)-1]
 }
 
 // Wrapped lines. Logs pasted from a terminal (bug reports, chat) are often
@@ -483,12 +471,7 @@ const wrapMinWidth = 80
 // addWrapped joins l onto the stream's previous record when l is the
 // wrapped remainder of the previous physical line, and remembers l's shape
 // for the next line. It reports whether l was joined.
-func (j *Joiner) addWrapped(l Line) bool {
-	s := j.streamState(l.Stream)
-	if s == nil {
-		j.streams = append(j.streams, streamLast{stream: l.Stream})
-		s = &j.streams[len(j.streams)-1]
-	}
+func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 	prevLen, prevByte := s.lastLen, s.lastByte
 	s.lastLen = len(l.Text)
 	if s.lastLen > 0 {
