@@ -33,6 +33,11 @@ type Spec struct {
 	RuledOut    []RuledOutSpec      `yaml:"ruled_out"`
 	Explains    []string            `yaml:"explains"`
 	References  []string            `yaml:"references"`
+	// Upstream names the upstream files and functions that print what the
+	// rule matches, with the versions covered ("NVIDIA/nccl src/bootstrap.cc
+	// bootstrapNetInit, 2.4-2.30"), so a reviewer can check a wording
+	// against its source.
+	Upstream []string `yaml:"upstream"`
 }
 
 // FactSpec declares a named fact and where its values come from.

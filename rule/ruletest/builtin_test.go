@@ -139,3 +139,17 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// Every built-in rule names the upstream files, functions and versions that
+// print what it matches.
+func TestBuiltinRulesNameUpstream(t *testing.T) {
+	rs, err := rule.LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if len(r.Upstream) == 0 {
+			t.Errorf("%s: no upstream: list (which upstream files and versions print what it matches?)", r.ID)
+		}
+	}
+}
