@@ -9,6 +9,7 @@ package server
 
 import (
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -53,8 +54,10 @@ type Config struct {
 	WebhookBackoff time.Duration
 
 	// Demo, when set, is a folder with one subfolder per node whose files
-	// are replayed by in-process shippers (see demo.go).
+	// are replayed by in-process shippers (see demo.go); DemoFS, when set,
+	// is such a folder given as a file system (the embedded seed) and wins.
 	Demo      string
+	DemoFS    fs.FS
 	DemoPace  time.Duration // total replay time of the demo
 	DemoNodes []string      // optional subset of node folders
 

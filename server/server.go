@@ -176,9 +176,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
-	if cfg.Demo != "" {
+	if cfg.Demo != "" || cfg.DemoFS != nil {
 		wg.Go(func() {
-			if err := runDemo(runCtx, cfg, natsURL); err != nil {
+			if err := s.runDemo(runCtx, natsURL, addrs.HTTP); err != nil {
 				s.log.Error("demo", "err", err)
 			}
 		})
@@ -372,17 +372,38 @@ func (s *server) announce(fs []rule.Finding) {
 	}
 }
 
-// print writes a full block for a new finding or one whose verdict changed
-// (confidence, status, summary, nodes), and one line when only more evidence
-// arrived, so a finding proven by a hundred lines is not a hundred blocks.
+// print writes a full block for a finding the first time it is announced,
+// and one short line for every later change (what changed, how much
+// evidence), so a terminal shows each finding once, however many lines
+// prove it; the UI and /api/findings have its latest full text.
 func (s *server) print(f, old rule.Finding, seen bool, root rule.Finding) {
-	if seen && old.Confidence == f.Confidence && old.Status == f.Status && old.Summary == f.Summary &&
-		slices.Equal(old.Nodes, f.Nodes) {
-		fmt.Fprintf(s.cfg.Stdout, "  ↻ %s [%s] %s: %d evidence record(s), update %d\n",
-			f.Cause, f.Severity, f.ID, len(f.Evidence), f.Updates)
+	if !seen {
+		report.Block(s.cfg.Stdout, f, root)
 		return
 	}
-	report.Block(s.cfg.Stdout, f, root)
+	var what []string
+	if old.Status != f.Status {
+		what = append(what, "now "+f.Status)
+	}
+	if old.Severity != f.Severity {
+		what = append(what, "severity "+f.Severity+" (was "+old.Severity+")")
+	}
+	if old.Confidence != f.Confidence {
+		what = append(what, "confidence "+f.Confidence+" (was "+old.Confidence+")")
+	}
+	if !slices.Equal(old.Nodes, f.Nodes) {
+		what = append(what, "nodes "+strings.Join(f.Nodes, ", "))
+	}
+	for _, r := range f.RuledOut {
+		if !slices.ContainsFunc(old.RuledOut, func(o rule.RuledOut) bool { return o.Cause == r.Cause }) {
+			what = append(what, "ruled out "+r.Cause)
+		}
+	}
+	if old.Summary != f.Summary {
+		what = append(what, "summary updated")
+	}
+	what = append(what, fmt.Sprintf("%d evidence record(s), update %d", len(f.Evidence), f.Updates))
+	fmt.Fprintf(s.cfg.Stdout, "  ↻ %s [%s] %s: %s\n", f.Cause, f.Severity, f.ID, strings.Join(what, "; "))
 }
 
 // findings returns the stored findings (root causes first).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/faultline/faultline"
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/secrets"
 	"github.com/faultline/faultline/server"
@@ -50,7 +51,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&cfg.RulesOnly, "rules-only", false, "use only the rules from --rules")
 	fs.StringVar(&cfg.Durable, "consumer", "analyzer", "JetStream durable consumer name")
 	demo := fs.Bool("demo", false, "replay the seed scenario through two in-process shippers (try this first)")
-	fs.StringVar(&cfg.Demo, "demo-logs", "testdata/logs/seed/failed", "node folders replayed by --demo")
+	fs.StringVar(&cfg.Demo, "demo-logs", "", "folder of node folders replayed by --demo (default: the seed story, embedded)")
 	fs.DurationVar(&cfg.DemoPace, "demo-pace", 4*time.Second, "how long --demo takes to write the logs")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -75,7 +76,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if !*demo {
 		cfg.Demo = ""
-	} else if !fs.Changed("data-dir") {
+	} else if cfg.Demo == "" {
+		cfg.DemoFS = faultline.SeedFailed()
+	}
+	if *demo && !fs.Changed("data-dir") {
 		// A demo must not resume an earlier run's stream and findings.
 		dir, err := os.MkdirTemp("", "faultline-demo-data-")
 		if err != nil {

@@ -161,3 +161,35 @@ func TestServeWarnsOnOpenHTTP(t *testing.T) {
 		t.Errorf("serve warns although a token is set:\n%s", s.errs.String())
 	}
 }
+
+// TestServeDemoExplainsItself: `serve --demo` run from any directory (the
+// seed is embedded, as the FROM scratch image needs) says where the UI is,
+// prints each finding once with later changes as short lines, and says when
+// the replay is done. FAULTLINE_TOKEN set: the demo's own shippers use it.
+func TestServeDemoExplainsItself(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("FAULTLINE_TOKEN", "demo-token")
+	s := startServe(t, "--demo", "--demo-pace", "1s")
+	testutil.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+		if !strings.Contains(s.out.String(), "replay done") {
+			return fmt.Errorf("no end of the replay announced yet:\n%s\n%s", s.out.String(), s.errs.String())
+		}
+		return nil
+	})
+	out := s.out.String()
+	intro := regexp.MustCompile(`(?m)^Faultline demo: replaying the logs of spark-1, spark-2 .*web UI on http://` + regexp.QuoteMeta(s.http) + `/`)
+	if !intro.MatchString(out) {
+		t.Errorf("no first line saying what the demo does and where the UI is:\n%s", out)
+	}
+	if n := strings.Count(out, "[CRITICAL] ray-node-ip-mismatch"); n != 1 {
+		t.Errorf("the finding is printed %d times in full, want once:\n%s", n, out)
+	}
+	if !regexp.MustCompile(`(?m)^Faultline demo: replay done: \d+ lines from 2 nodes, [1-9]\d* finding\(s\); they stay on http://`).MatchString(out) {
+		t.Errorf("the end of the replay is not announced with its counts:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "↻") && len(l) > 200 {
+			t.Errorf("an update is not one short line: %q", l)
+		}
+	}
+}
