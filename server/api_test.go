@@ -2,11 +2,15 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/faultline/faultline/internal/testutil"
 )
 
 // getJSON GETs url with an optional bearer token and decodes the body into
@@ -88,5 +92,41 @@ func TestTokenGuardsEndpoints(t *testing.T) {
 	getJSON(t, base+"/healthz", "s3cret", &full)
 	if _, ok := full["records"]; !ok || full["status"] != "ok" {
 		t.Errorf("/healthz with the token: %v, want the counts", full)
+	}
+}
+
+// TestHealthzCountsAfterRestart: /healthz counts the records in the index,
+// so a restarted serve does not report 0 for what earlier runs indexed.
+func TestHealthzCountsAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	records := func(base string) (float64, float64) {
+		var h map[string]any
+		if code := getJSON(t, base+"/healthz", "", &h); code != http.StatusOK {
+			t.Fatalf("/healthz: %d", code)
+		}
+		r, _ := h["records"].(float64)
+		lag, _ := h["index_lag"].(float64)
+		return r, lag
+	}
+	srv := startServer(t, Config{DataDir: dir, Demo: seedDir, DemoPace: 200 * time.Millisecond})
+	base := "http://" + srv.addrs.HTTP
+	var before float64
+	testutil.CheckFor(t, 60*time.Second, 100*time.Millisecond, func() error {
+		if !strings.Contains(srv.stdout.String(), "replay done") {
+			return fmt.Errorf("demo replay not done yet")
+		}
+		n, lag := records(base)
+		if n == 0 || lag != 0 {
+			return fmt.Errorf("records %v, index lag %v", n, lag)
+		}
+		before = n
+		return nil
+	})
+	if err := srv.stop(); err != nil {
+		t.Fatal(err)
+	}
+	srv = startServer(t, Config{DataDir: dir})
+	if after, _ := records("http://" + srv.addrs.HTTP); after != before {
+		t.Errorf("after a restart /healthz counts %v records, want the %v indexed before", after, before)
 	}
 }

@@ -449,7 +449,13 @@ func (s *server) handler() http.Handler {
 		// Probes need no token; with a token set, the counts are for
 		// those who hold it.
 		if s.hasToken(r) {
-			body["records"], body["index_lag"] = s.records.Load(), s.unindexed.Load()
+			// records: what the index holds, earlier runs included (the
+			// consumed counter starts at 0 with every run).
+			records := s.records.Load()
+			if n, err := s.idx.DocCount(); err == nil {
+				records = int64(n)
+			}
+			body["records"], body["consumed"], body["index_lag"] = records, s.records.Load(), s.unindexed.Load()
 		} else if code != http.StatusOK {
 			body["status"] = "not ok"
 		}
