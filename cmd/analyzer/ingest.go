@@ -133,9 +133,13 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // findingLine is a finding in one line: severity, title and the nodes,
-// unless the title names them all already (many do).
+// unless the title names them all already (many do); a finding a later
+// healthy launch resolved says so first, as diagnose and the UI do.
 func findingLine(f rule.Finding) string {
 	line := fmt.Sprintf("[%s] %s", f.Severity, f.Title)
+	if f.Status == "resolved" {
+		line = "RESOLVED " + line
+	}
 	for _, n := range f.Nodes {
 		if !strings.Contains(f.Title, n) {
 			return line + " (" + strings.Join(f.Nodes, ", ") + ")"

@@ -108,7 +108,7 @@ func TestIngestTwiceThenSearch(t *testing.T) {
 }
 
 // TestFindingLine: the ingest summary names the nodes once, whether or
-// not the rule's title names them.
+// not the rule's title names them, and marks a resolved finding.
 func TestFindingLine(t *testing.T) {
 	for _, c := range []struct {
 		f    rule.Finding
@@ -120,9 +120,24 @@ func TestFindingLine(t *testing.T) {
 			"[critical] Placement request names node:192.168.200.12 (spark-1, spark-2)"},
 		{rule.Finding{Severity: "warning", Title: "NCCL falls back to TCP on spark-1", Nodes: []string{"spark-1", "spark-2"}},
 			"[warning] NCCL falls back to TCP on spark-1 (spark-1, spark-2)"},
+		{rule.Finding{Severity: "critical", Title: "Placement request names node:192.168.200.12", Nodes: []string{"spark-1"}, Status: "resolved"},
+			"RESOLVED [critical] Placement request names node:192.168.200.12 (spark-1)"},
 	} {
 		if got := findingLine(c.f); got != c.want {
 			t.Errorf("findingLine: %q, want %q", got, c.want)
 		}
+	}
+}
+
+// TestIngestShowsResolved: the seed's two launches (the failed one, then
+// one that came up) end with the finding resolved, and ingest's summary
+// says so as diagnose does (it listed it like an active one).
+func TestIngestShowsResolved(t *testing.T) {
+	out, errs, code := runCmd(t, "ingest", "-q", "--data-dir", filepath.Join(t.TempDir(), "data"), filepath.Join(seed, "both"))
+	if code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, errs)
+	}
+	if !regexp.MustCompile(`(?m)^  RESOLVED \[critical\] Placement request names node:192\.168\.200\.12`).MatchString(out) {
+		t.Errorf("ingest summary does not show the resolved finding as resolved:\n%s", out)
 	}
 }
