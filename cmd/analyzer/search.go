@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/internal/secrets"
 )
 
 // errNoMatch is search's answer when nothing matched: exit 1, no message.
@@ -54,6 +55,9 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	facets := fs.Bool("facets", false, "print hit counts per node, container, source and level")
 	asJSON := fs.Bool("json", false, "one hit per line as JSON (with context lines as \"before\"/\"after\" when -C is set)")
 	sort := fs.String("sort", "-time", "-time (newest first), time (oldest first) or score")
+	server := fs.String("server", "", "search through the HTTP API of a running `analyzer serve` (or `ui`) at this URL, e.g. http://127.0.0.1:8080, instead of opening --data-dir (which serve holds)")
+	httpToken := fs.String("http-token", "", "bearer token of --server (default $FAULTLINE_HTTP_TOKEN)")
+	httpTokenFile := fs.String("http-token-file", "", "read the bearer token of --server from this file")
 	timeout := fs.Duration("timeout", index.DefaultSearchTimeout, "give up a search after this long")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -81,14 +85,29 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if _, err := index.ParseQuery(q.Text); err != nil {
 		return usageError("%v", err)
 	}
-	idx, err := openIndex(ctx, *dataDir, index.Options{ReadOnly: true, SearchTimeout: *timeout})
-	if errors.Is(err, errInterrupted) {
-		return err
+	var idx searcher
+	if *server != "" {
+		token, err := secrets.Resolve("http-token", *httpToken, *httpTokenFile, "FAULTLINE_HTTP_TOKEN")
+		if err != nil {
+			return usageError("%v", err)
+		}
+		if idx, err = newRemoteIndex(*server, token); err != nil {
+			return usageError("%v", err)
+		}
+	} else {
+		local, err := openIndex(ctx, *dataDir, index.Options{ReadOnly: true, SearchTimeout: *timeout})
+		if errors.Is(err, errInterrupted) {
+			return err
+		}
+		if err != nil {
+			if strings.Contains(err.Error(), "timeout") {
+				err = fmt.Errorf("%w\n(search the running serve with: analyzer search --server http://ITS-HTTP-ADDRESS ...)", err)
+			}
+			return usageError("%v", err)
+		}
+		defer local.Close()
+		idx = local
 	}
-	if err != nil {
-		return usageError("%v", err)
-	}
-	defer idx.Close()
 	res, err := idx.Search(ctx, q)
 	if err != nil {
 		return usageError("%v", err)

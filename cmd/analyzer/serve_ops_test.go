@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -191,5 +192,52 @@ func TestServeDemoExplainsItself(t *testing.T) {
 		if strings.HasPrefix(strings.TrimSpace(l), "↻") && len(l) > 200 {
 			t.Errorf("an update is not one short line: %q", l)
 		}
+	}
+}
+
+// TestSearchServer: while serve holds its index, search --server asks its
+// HTTP API instead (with the token from $FAULTLINE_HTTP_TOKEN): same hits,
+// same -C context, same exit status as a local search.
+func TestSearchServer(t *testing.T) {
+	t.Setenv("FAULTLINE_HTTP_TOKEN", "search-token")
+	dataDir := t.TempDir()
+	s := startServe(t, "--demo", "--demo-pace", "300ms", "--data-dir", dataDir)
+	testutil.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+		if !strings.Contains(s.out.String(), "replay done") {
+			return fmt.Errorf("demo replay not done yet")
+		}
+		return nil
+	})
+	server := "http://" + s.http
+
+	out, errs, code := runCmd(t, "search", "--server", server, "--json", "-n", "100", "192.168.200.12")
+	if code != 0 {
+		t.Fatalf("search --server: exit %d: %s", code, errs)
+	}
+	nodes := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var h struct{ Node, Message string }
+		if err := json.Unmarshal([]byte(l), &h); err != nil || !strings.Contains(h.Message, "192.168.200.12") {
+			t.Fatalf("hit %q: %v", l, err)
+		}
+		nodes[h.Node] = true
+	}
+	if !nodes["spark-1"] || !nodes["spark-2"] {
+		t.Errorf("hits from %v, want both nodes", nodes)
+	}
+	out, _, code = runCmd(t, "search", "--server", server, "-n", "1", "-C", "2", "--level", "error", "Cannot provide a placement group")
+	if code != 0 || strings.Count(out, "\n") < 3 {
+		t.Errorf("search --server -C 2: exit %d, %q", code, out)
+	}
+	if _, _, code := runCmd(t, "search", "--server", server, "no-such-word-anywhere"); code != 1 {
+		t.Errorf("search --server without a match: exit %d, want 1", code)
+	}
+	t.Setenv("FAULTLINE_HTTP_TOKEN", "")
+	if _, errs, code := runCmd(t, "search", "--server", server, "x"); code != 2 || !strings.Contains(errs, "FAULTLINE_HTTP_TOKEN") {
+		t.Errorf("search --server without the token: exit %d, %q; want 2 and a hint", code, errs)
+	}
+	// The local way fails on serve's lock, and says what to do instead.
+	if _, errs, code := runCmd(t, "search", "--data-dir", dataDir, "x"); code != 2 || !strings.Contains(errs, "--server") {
+		t.Errorf("local search of serve's index: exit %d, %q; want 2 and the --server hint", code, errs)
 	}
 }
