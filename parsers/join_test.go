@@ -376,6 +376,8 @@ func FuzzJoiner(f *testing.F) {
 		f.Add(b, uint8(0), uint8(0))
 	}
 	f.Add([]byte("Traceback (most recent call last):\n  File \"a\"\nE: x\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\nE: y\n"), uint8(0), uint8(3))
+	// A paste hard-wrapped at 100 columns (wrapped lines are joined back).
+	f.Add([]byte("(raylet) "+strings.Repeat("Workers killed due to memory pres", 3)+"\nsure (OOM) at node\n"+strings.Repeat("x", 100)+"\ny \nz\n"), uint8(0), uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, format uint8, maxLines uint8) {
 		lines, _, _ := readAllLines(t, data, ReaderOptions{Format: Format(format % 4)})
 		// Feed in file order of the line's first byte, as a tailer would
