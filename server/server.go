@@ -19,6 +19,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/version"
@@ -44,6 +45,10 @@ type server struct {
 	unindexed atomic.Int64 // records evaluated but not yet known flushed (the index lag)
 	records   atomic.Int64
 	connErr   atomic.Value // string: the last failed NATS connection attempt's error, "" once connected
+	// For /metrics (servemetrics.go).
+	evaluated   atomic.Int64
+	badMessages atomic.Int64
+	cons        atomic.Value // jetstream.Consumer, once created
 
 	mu    sync.Mutex
 	known map[string]rule.Finding // last announced version of each finding
@@ -127,8 +132,7 @@ func Run(ctx context.Context, cfg Config) error {
 		s.known[f.ID] = f
 	}
 
-	// Before the warm-up: it may announce findings the last run had not.
-	s.hook = newWebhook(cfg.Webhook, cfg.WebhookRetries, cfg.WebhookBackoff, s.log)
+	s.hook = newWebhook(cfg.Webhook, cfg.WebhookBackoff, s.log)
 
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
@@ -158,6 +162,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// Before the warm-up: it may announce findings the last run had not.
+	if err := s.hook.open(ctx, js); err != nil {
+		return err
+	}
 	if err := s.warmUp(ctx, st); err != nil {
 		return err
 	}
@@ -165,6 +173,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	s.cons.Store(cons)
 
 	wg.Go(func() { s.hook.run(runCtx) })
 	wg.Go(func() { s.ackLoop(runCtx) })
@@ -262,6 +271,7 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 			ev := parsers.Parse(recs[i])
 			if s.seen.add(ev.ID) {
 				s.announce(s.engine.Observe(&ev))
+				s.evaluated.Add(1)
 				n++
 			}
 		}
@@ -280,6 +290,7 @@ func (s *server) handle(msg jetstream.Msg) {
 		// The good records before the bad line are still used; a
 		// redelivery would fail the same way, so the message is acked.
 		s.log.Warn("bad message", "subject", msg.Subject(), "err", err)
+		s.badMessages.Add(1)
 	}
 	for i := range recs {
 		ev := parsers.Parse(recs[i])
@@ -288,6 +299,7 @@ func (s *server) handle(msg jetstream.Msg) {
 		}
 		if s.seen.add(ev.ID) {
 			s.announce(s.engine.Observe(&ev))
+			s.evaluated.Add(1)
 			if s.liveEvents != nil {
 				live := ev
 				s.liveEvents.Publish(&live)
@@ -356,6 +368,10 @@ func (s *server) announce(fs []rule.Finding) {
 		root := s.known[f.ExplainedBy]
 		s.mu.Unlock()
 
+		// Into the outbox before it is stored as announced: a crash in
+		// between announces it again after the restart (the outbox drops
+		// the same version twice), never not at all.
+		s.hook.enqueue(f)
 		if err := s.idx.PutFindings([]rule.Finding{f}); err != nil {
 			s.log.Error("store finding", "id", f.ID, "err", err)
 		}
@@ -365,7 +381,6 @@ func (s *server) announce(fs []rule.Finding) {
 				s.log.Warn("publish finding", "id", f.ID, "err", err)
 			}
 		}
-		s.hook.enqueue(f)
 		if s.liveFindings != nil {
 			s.liveFindings.Publish(f)
 		}
@@ -421,7 +436,7 @@ func (s *server) handler() http.Handler {
 	// the routes below are more specific and win.
 	ui, err := web.NewHandler(web.Config{
 		Index: s.idx, Findings: s.findings, LiveEvents: s.liveEvents, LiveFindings: s.liveFindings,
-		Token: s.cfg.HTTPToken, Logger: s.log, Registry: newRegistry(s.engine),
+		Token: s.cfg.HTTPToken, Logger: s.log, Registry: s.registry(),
 	})
 	if err != nil {
 		s.log.Error("web ui", "err", err)
@@ -478,6 +493,13 @@ func redactURLs(urls string) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// registry is what /metrics serves: newRegistry's collectors and serve's own.
+func (s *server) registry() *prometheus.Registry {
+	reg := newRegistry(s.engine)
+	reg.MustRegister(s.collectors()...)
+	return reg
 }
 
 // loopback reports whether a listen address stays on this host.
