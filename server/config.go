@@ -49,7 +49,10 @@ type Config struct {
 	// Reload, when set, reloads the rules on every receive (serve sends on
 	// SIGHUP, as Prometheus and Fluent Bit do).
 	Reload <-chan struct{}
-	// WebhookRetries and WebhookBackoff tune webhook delivery.
+	// WebhookBackoff is the first wait before a failed webhook post is
+	// retried; it doubles up to a minute, and retries go on (across
+	// restarts, from the outbox) until the endpoint takes the post.
+	// WebhookRetries is no longer used.
 	WebhookRetries int
 	WebhookBackoff time.Duration
 

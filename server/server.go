@@ -132,8 +132,7 @@ func Run(ctx context.Context, cfg Config) error {
 		s.known[f.ID] = f
 	}
 
-	// Before the warm-up: it may announce findings the last run had not.
-	s.hook = newWebhook(cfg.Webhook, cfg.WebhookRetries, cfg.WebhookBackoff, s.log)
+	s.hook = newWebhook(cfg.Webhook, cfg.WebhookBackoff, s.log)
 
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
@@ -161,6 +160,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	st, err := s.waitStream(ctx, js, natsURL)
 	if err != nil {
+		return err
+	}
+	// Before the warm-up: it may announce findings the last run had not.
+	if err := s.hook.open(ctx, js); err != nil {
 		return err
 	}
 	if err := s.warmUp(ctx, st); err != nil {
@@ -365,6 +368,10 @@ func (s *server) announce(fs []rule.Finding) {
 		root := s.known[f.ExplainedBy]
 		s.mu.Unlock()
 
+		// Into the outbox before it is stored as announced: a crash in
+		// between announces it again after the restart (the outbox drops
+		// the same version twice), never not at all.
+		s.hook.enqueue(f)
 		if err := s.idx.PutFindings([]rule.Finding{f}); err != nil {
 			s.log.Error("store finding", "id", f.ID, "err", err)
 		}
@@ -374,7 +381,6 @@ func (s *server) announce(fs []rule.Finding) {
 				s.log.Warn("publish finding", "id", f.ID, "err", err)
 			}
 		}
-		s.hook.enqueue(f)
 		if s.liveFindings != nil {
 			s.liveFindings.Publish(f)
 		}

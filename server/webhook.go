@@ -7,25 +7,43 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/faultline/faultline/rule"
 )
 
-// webhookQueue bounds the findings waiting for delivery. Findings are rare;
-// a full queue means the endpoint is down for long, and the oldest waiting
-// finding is dropped rather than slowing ingestion.
-const webhookQueue = 256
+// The webhook's outbox is a JetStream work-queue stream: a finding version
+// is published there (Nats-Msg-Id: finding ID and version, so announcing it
+// twice stores it once) before it is stored as announced, and its message is
+// acknowledged only once the endpoint answered 2xx. Retries wait with
+// backoff as redeliveries, so they survive a crash or restart of serve.
+const (
+	outboxStream   = "FAULTLINE_OUTBOX"
+	outboxSubject  = "faultline.outbox.webhook"
+	outboxConsumer = "webhook"
+	// outboxWindow is how long versions of findings are gathered before
+	// posting: a finding updated several times in it is posted once, at
+	// its latest version.
+	outboxWindow = time.Second
+	// maxBackoff caps the wait between two attempts.
+	maxBackoff = time.Minute
+)
 
-// webhook posts findings to a Slack-compatible endpoint from its own
-// goroutine, with retries and backoff; enqueue never blocks.
+// webhook posts findings to a Slack-compatible endpoint through the outbox.
 type webhook struct {
 	url     string
-	retries int
 	backoff time.Duration
 	log     *slog.Logger
 	client  *http.Client
-	queue   chan rule.Finding
+	js      jetstream.JetStream
+	cons    jetstream.Consumer
+
+	mu      sync.Mutex
+	posted  map[string]uint64 // finding ID -> outbox sequence of the version last posted
+	failing string            // last delivery error, logged once per change
 }
 
 // payload is what is POSTed: `text` for Slack-style endpoints, and the whole
@@ -35,64 +53,168 @@ type payload struct {
 	Finding rule.Finding `json:"finding"`
 }
 
-func newWebhook(url string, retries int, backoff time.Duration, log *slog.Logger) *webhook {
-	return &webhook{url: url, retries: retries, backoff: backoff, log: log,
-		client: &http.Client{Timeout: 10 * time.Second}, queue: make(chan rule.Finding, webhookQueue)}
+func newWebhook(url string, backoff time.Duration, log *slog.Logger) *webhook {
+	return &webhook{url: url, backoff: backoff, log: log,
+		client: &http.Client{Timeout: 10 * time.Second}, posted: map[string]uint64{}}
 }
 
-func (w *webhook) enqueue(f rule.Finding) {
+// open makes sure the outbox stream and its consumer exist.
+func (w *webhook) open(ctx context.Context, js jetstream.JetStream) error {
 	if w.url == "" {
-		return
+		return nil
 	}
-	for {
-		select {
-		case w.queue <- f:
-			return
-		default:
-		}
-		select {
-		case old := <-w.queue:
-			w.log.Warn("webhook queue full, dropping oldest finding", "id", old.ID)
-		default:
-		}
-	}
-}
-
-func (w *webhook) run(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case f := <-w.queue:
-			w.deliver(ctx, f)
-		}
-	}
-}
-
-// deliver posts f, retrying with doubling backoff on errors and non-2xx.
-func (w *webhook) deliver(ctx context.Context, f rule.Finding) {
-	body, err := json.Marshal(payload{Text: alertText(f), Finding: f})
+	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        outboxStream,
+		Description: "Faultline findings waiting for delivery to the webhook",
+		Subjects:    []string{outboxSubject},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.WorkQueuePolicy,
+		MaxAge:      7 * 24 * time.Hour,
+		Duplicates:  time.Hour,
+	})
 	if err != nil {
-		w.log.Error("webhook encode", "err", err)
+		return fmt.Errorf("outbox stream %s: %w", outboxStream, err)
+	}
+	w.cons, err = st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       outboxConsumer,
+		Description:   "Faultline webhook delivery",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       time.Minute, // longer than a post with its timeout
+		MaxDeliver:    -1,          // until delivered (MaxAge bounds it)
+		FilterSubject: outboxSubject,
+	})
+	if err != nil {
+		return fmt.Errorf("outbox consumer: %w", err)
+	}
+	w.js = js
+	return nil
+}
+
+// enqueue puts a finding version in the outbox; it returns once the server
+// stored it.
+func (w *webhook) enqueue(f rule.Finding) {
+	if w.url == "" || w.js == nil {
 		return
 	}
-	wait := w.backoff
-	for attempt := 1; ; attempt++ {
-		err := w.post(ctx, body)
-		if err == nil {
-			return
+	b, err := json.Marshal(f)
+	if err != nil {
+		w.log.Error("webhook encode", "id", f.ID, "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id := fmt.Sprintf("%s/%d/%s/%s", f.ID, f.Updates, f.Status, f.ExplainedBy)
+	if _, err := w.js.Publish(ctx, outboxSubject, b, jetstream.WithMsgID(id)); err != nil {
+		w.log.Error("webhook outbox: finding not queued for delivery", "id", f.ID, "err", err)
+	}
+}
+
+// run delivers the outbox until ctx ends.
+func (w *webhook) run(ctx context.Context) {
+	if w.cons == nil {
+		return
+	}
+	for ctx.Err() == nil {
+		batch, err := w.cons.Fetch(100, jetstream.FetchMaxWait(outboxWindow))
+		if err != nil {
+			w.setFailing(fmt.Errorf("outbox fetch: %w", err))
+			sleepCtx(ctx, outboxWindow)
+			continue
 		}
-		if attempt >= w.retries || ctx.Err() != nil {
-			w.log.Error("webhook gave up", "id", f.ID, "attempts", attempt, "err", err)
-			return
+		var msgs []jetstream.Msg
+		for m := range batch.Messages() {
+			msgs = append(msgs, m)
 		}
-		w.log.Warn("webhook failed, retrying", "id", f.ID, "attempt", attempt, "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
+		w.deliver(ctx, msgs)
+	}
+}
+
+// deliver posts the latest version of each finding in msgs and acknowledges
+// every message of it; on failure they come back after a backoff.
+func (w *webhook) deliver(ctx context.Context, msgs []jetstream.Msg) {
+	type version struct {
+		f    rule.Finding
+		seq  uint64
+		msgs []jetstream.Msg
+		n    uint64 // deliveries of the latest message
+	}
+	byID := map[string]*version{}
+	var order []string
+	for _, m := range msgs {
+		var f rule.Finding
+		md, err := m.Metadata()
+		if err != nil || json.Unmarshal(m.Data(), &f) != nil {
+			w.log.Error("webhook outbox: bad message dropped", "err", err)
+			m.Term()
+			continue
 		}
-		wait *= 2
+		v := byID[f.ID]
+		if v == nil {
+			v = &version{}
+			byID[f.ID] = v
+			order = append(order, f.ID)
+		}
+		v.msgs = append(v.msgs, m)
+		if md.Sequence.Stream > v.seq {
+			v.f, v.seq, v.n = f, md.Sequence.Stream, md.NumDelivered
+		}
+	}
+	for _, id := range order {
+		v := byID[id]
+		w.mu.Lock()
+		stale := v.seq <= w.posted[id]
+		w.mu.Unlock()
+		if !stale {
+			body, err := json.Marshal(payload{Text: alertText(v.f), Finding: v.f})
+			if err == nil {
+				err = w.post(ctx, body)
+			}
+			if err != nil {
+				w.setFailing(err)
+				delay := w.backoff << min(v.n-1, 16)
+				if delay > maxBackoff || delay <= 0 {
+					delay = maxBackoff
+				}
+				w.log.Debug("webhook failed, retrying", "id", id, "attempt", v.n, "in", delay, "err", err)
+				for _, m := range v.msgs {
+					m.NakWithDelay(delay)
+				}
+				continue
+			}
+			w.setFailing(nil)
+			w.mu.Lock()
+			w.posted[id] = v.seq
+			w.mu.Unlock()
+			w.log.Info("webhook posted", "id", id, "attempt", v.n, "versions", len(v.msgs))
+		}
+		for _, m := range v.msgs {
+			if err := m.DoubleAck(ctx); err != nil {
+				w.log.Warn("webhook outbox ack", "id", id, "err", err)
+			}
+		}
+	}
+}
+
+// setFailing logs delivery failures once per change of error.
+func (w *webhook) setFailing(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err == nil && w.failing != "":
+		w.log.Info("webhook delivering again", "after", w.failing)
+		w.failing = ""
+	case err != nil && err.Error() != w.failing:
+		w.log.Warn("webhook failed; findings stay in the outbox and are retried with backoff, across restarts", "err", err)
+		w.failing = err.Error()
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
