@@ -25,12 +25,13 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: analyzer ingest [flags] [NODE=]PATH ...\n\n"+
 			"Index collected logs into --data-dir for `analyzer search` and `analyzer ui`, and store the\n"+
-			"findings of the rules beside them. Ingesting the same files again replaces, never duplicates.\n\nflags:")
+			"findings of the rules beside them. Ingesting the same files again replaces, never duplicates.\n\n"+
+			"Exit status: 0 indexed, 1 a usage or input error, or interrupted (what was indexed stays).\n\nflags:")
 		fs.PrintDefaults()
 	}
-	dataDir := fs.String("data-dir", "./faultline-data", "index and findings directory (shared with serve, search, ui)")
-	cluster := fs.String("cluster", rule.DefaultCluster, "cluster label for the logs")
-	shards := fs.Int("shards", 0, "index shards written in parallel for a new index (default: CPUs, at least 2)")
+	dataDir := fs.String("data-dir", "./faultline-data", "index and findings `DIR` (shared with serve, search, ui)")
+	cluster := fs.String("cluster", rule.DefaultCluster, "cluster `NAME` the logs are labelled with")
+	shards := fs.Int("shards", 0, "`N` index shards written in parallel for a new index (default: CPUs, at least 2)")
 	quiet := fs.BoolP("quiet", "q", false, "no progress bar")
 	var rf ruleFlags
 	rf.register(fs)

@@ -13,7 +13,7 @@ type ruleFlags struct {
 }
 
 func (r *ruleFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&r.dirs, "rules", nil, "directory of rule files to add to the built-in pack (repeatable; same id overrides)")
+	fs.StringArrayVar(&r.dirs, "rules", nil, "`DIR` of rule files to add to the built-in pack (repeatable; same id overrides)")
 	fs.BoolVar(&r.only, "rules-only", false, "use only the rules from --rules, not the built-in pack")
 }
 

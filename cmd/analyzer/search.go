@@ -40,24 +40,24 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "usage: analyzer search [flags] QUERY...\n\n"+
 			"Search the index of `analyzer ingest` or `analyzer serve`. Hits are newest first.\n\n"+
 			index.QuerySyntax+"\n\n"+
-			"Exit status (as grep's): 0 something matched, 1 nothing matched, 2 an error.\n\nflags:")
+			"Exit status: 0 something matched, 1 nothing matched, 2 an error (as grep's).\n\nflags:")
 		fs.PrintDefaults()
 	}
-	dataDir := fs.String("data-dir", "./faultline-data", "index directory (shared with serve, ingest, ui)")
-	nodes := fs.StringSlice("node", nil, "only these nodes (repeatable or comma-separated)")
-	containers := fs.StringSlice("container", nil, "only these containers")
-	sources := fs.StringSlice("source", nil, "only these sources (ray, vllm, nccl, torch, python, other)")
-	levels := fs.StringSlice("level", nil, "only these levels (debug, info, warning, error, critical)")
-	since := fs.String("since", "", "from this time (RFC 3339, 2026-04-08 22:41, or a duration back from now such as 2h)")
-	until := fs.String("until", "", "before this time (same forms)")
-	limit := fs.IntP("limit", "n", 20, "at most this many hits")
-	contextN := fs.IntP("context", "C", 0, "show N records before and after each hit, from the same file")
+	dataDir := fs.String("data-dir", "./faultline-data", "index `DIR` (shared with serve, ingest, ui)")
+	nodes := fs.StringSlice("node", nil, "only these `NODES` (repeatable or comma-separated)")
+	containers := fs.StringSlice("container", nil, "only these `CONTAINERS`")
+	sources := fs.StringSlice("source", nil, "only these `SOURCES` (ray, vllm, nccl, torch, python, other)")
+	levels := fs.StringSlice("level", nil, "only these `LEVELS` (debug, info, warning, error, critical)")
+	since := fs.String("since", "", "from this `TIME` (RFC 3339, 2026-04-08 22:41, or a duration back from now such as 2h)")
+	until := fs.String("until", "", "before this `TIME` (same forms)")
+	limit := fs.IntP("limit", "n", 20, "at most `N` hits")
+	contextN := fs.IntP("context", "C", 0, "show `N` records before and after each hit, from the same file")
 	facets := fs.Bool("facets", false, "print hit counts per node, container, source and level")
 	asJSON := fs.Bool("json", false, "one hit per line as JSON (with context lines as \"before\"/\"after\" when -C is set)")
-	sort := fs.String("sort", "-time", "-time (newest first), time (oldest first) or score")
-	server := fs.String("server", "", "search through the HTTP API of a running `analyzer serve` (or `ui`) at this URL, e.g. http://127.0.0.1:8080, instead of opening --data-dir (which serve holds)")
-	httpToken := fs.String("http-token", "", "bearer token of --server (default $FAULTLINE_HTTP_TOKEN)")
-	httpTokenFile := fs.String("http-token-file", "", "read the bearer token of --server from this file")
+	sort := fs.String("sort", "-time", "`ORDER`: -time (newest first), time (oldest first) or score")
+	server := fs.String("server", "", "search through the HTTP API of a running analyzer serve (or ui) at this `URL`, e.g. http://127.0.0.1:8080, instead of opening --data-dir (which serve holds)")
+	httpToken := fs.String("http-token", "", "bearer `TOKEN` of --server (default $FAULTLINE_HTTP_TOKEN)")
+	httpTokenFile := fs.String("http-token-file", "", "read the bearer token of --server from this `FILE`")
 	timeout := fs.Duration("timeout", index.DefaultSearchTimeout, "give up a search after this long")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -23,13 +23,14 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: analyzer ui [flags]\n\n"+
 			"Serve the web UI and the HTTP API over an index made by `analyzer ingest` (offline; for a\n"+
-			"live index, `analyzer serve` serves the same UI).\n\nflags:")
+			"live index, `analyzer serve` serves the same UI).\n\n"+
+			"Exit status: 0 stopped by Ctrl-C or SIGTERM, 1 an error.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	dataDir := fs.String("data-dir", "./faultline-data", "index directory (shared with serve, ingest, search)")
-	addr := fs.String("http", "127.0.0.1:8080", "listen address; keep it on loopback unless --http-token is set")
-	token := fs.String("http-token", "", "require this bearer token (default $FAULTLINE_HTTP_TOKEN); the browser passes it once as ?token=")
-	tokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this file")
+	dataDir := fs.String("data-dir", "./faultline-data", "index `DIR` (shared with serve, ingest, search)")
+	addr := fs.String("http", "127.0.0.1:8080", "listen `ADDR`; keep it on loopback unless a token is set")
+	token := fs.String("http-token", "", "require this bearer `TOKEN` (default $FAULTLINE_HTTP_TOKEN); the browser passes it once as ?token=")
+	tokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this `FILE`")
 	searchTimeout := fs.Duration("search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

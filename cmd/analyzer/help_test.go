@@ -1,0 +1,30 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestHelp: every command's --help that this file covers names what each
+// flag takes (--webhook URL, not --webhook string or, as it was, --webhook
+// text), gives each default once and says what the exit status means.
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"serve", "ui", "ingest", "search"} {
+		_, help, code := runCmd(t, cmd, "--help")
+		if code != 0 {
+			t.Errorf("%s --help: exit %d", cmd, code)
+		}
+		if m := regexp.MustCompile(`(?m)^\s+(-\w, )?--\S+ (string|stringArray|stringSlice|strings|int|int64|text)\s.*$`).FindAllString(help, -1); len(m) > 0 {
+			t.Errorf("%s: flags without a named value:\n%s", cmd, strings.Join(m, "\n"))
+		}
+		for _, l := range strings.Split(help, "\n") {
+			if strings.Count(l, "(default") > 1 {
+				t.Errorf("%s: a default said twice: %q", cmd, l)
+			}
+		}
+		if !strings.Contains(help, "Exit status:") {
+			t.Errorf("%s --help does not explain the exit status", cmd)
+		}
+	}
+}

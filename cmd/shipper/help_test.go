@@ -1,0 +1,31 @@
+package main
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// TestHelp: --help names what each flag takes (--nats URLS, not --nats
+// string), gives each default once, and says what the exit status means.
+func TestHelp(t *testing.T) {
+	var out strings.Builder
+	if _, _, err := parseArgs([]string{"--help"}, &out); !errors.Is(err, pflag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	help := out.String()
+	if m := regexp.MustCompile(`(?m)^\s+--\S+ (string|stringArray|int|int64)\s.*$`).FindAllString(help, -1); len(m) > 0 {
+		t.Errorf("flags without a named value:\n%s", strings.Join(m, "\n"))
+	}
+	for _, l := range strings.Split(help, "\n") {
+		if strings.Count(l, "(default") > 1 {
+			t.Errorf("a default said twice: %q", l)
+		}
+	}
+	if !strings.Contains(help, "Exit status:") {
+		t.Errorf("--help does not explain the exit status:\n%s", help)
+	}
+}
