@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/faultline/faultline/internal/testutil"
+	"github.com/faultline/faultline/rule"
 )
 
 // The webhook is down when a finding fires and serve is killed (SIGKILL) a
@@ -101,6 +104,69 @@ func TestWebhookSurvivesKill(t *testing.T) {
 	for k, n := range posts {
 		if n != 1 {
 			t.Errorf("%s posted %d times", k, n)
+		}
+	}
+}
+
+// One launch's findings are posted without repeats: versions that come in
+// quick succession are posted once, at the latest, and no payload is posted
+// twice (one finding produced 10 posts within 50 ms, 7 of them identical).
+func TestWebhookPostsNoRepeats(t *testing.T) {
+	var mu sync.Mutex
+	bodies := map[string]int{}
+	var posts []rule.Finding
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var p payload
+		json.Unmarshal(b, &p)
+		mu.Lock()
+		bodies[string(b)]++
+		posts = append(posts, p.Finding)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	srv := startServer(t, Config{Webhook: hook.URL})
+	nc, err := nats.Connect(srv.addrs.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	publishRecords(t, js, seedRecords(t), 50)
+	want := verdicts(diagnose(t))
+	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if got := verdicts(getFindings(t, srv.addrs.HTTP)); !slices.Equal(got, want) {
+			return fmt.Errorf("findings so far %v", got)
+		}
+		c, err := js.Consumer(context.Background(), outboxStream, outboxConsumer)
+		if err != nil {
+			return err
+		}
+		if ci := c.CachedInfo(); ci.NumPending != 0 || ci.NumAckPending != 0 {
+			return fmt.Errorf("outbox: %d pending, %d awaiting ack", ci.NumPending, ci.NumAckPending)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	perID := map[string]int{}
+	for _, f := range posts {
+		perID[f.ID]++
+	}
+	for b, n := range bodies {
+		if n > 1 {
+			t.Errorf("posted %d times: %.200s", n, b)
+		}
+	}
+	t.Logf("%d posts for %d findings: %v", len(posts), len(perID), perID)
+	if len(perID) == 0 {
+		t.Fatal("nothing posted")
+	}
+	// The seed is published in well under the gathering window: its
+	// versions are one post (two if the window closes mid-way).
+	for id, n := range perID {
+		if n > 2 {
+			t.Errorf("finding %s posted %d times", id, n)
 		}
 	}
 }
