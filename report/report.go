@@ -71,13 +71,16 @@ func Block(w io.Writer, f rule.Finding, root rule.Finding) {
 		fmt.Fprintf(w, "%s  Evidence:\n", indent)
 		for _, e := range f.Evidence {
 			first, more := firstLine(e.Text)
-			if len(first) > 220 {
-				first = first[:220] + " …"
-			}
 			if more > 0 {
 				first += fmt.Sprintf("  (+%d lines)", more)
 			}
-			fmt.Fprintf(w, "%s    %s:%s:%d  %s\n", indent, e.Node, e.File, e.Line, first)
+			// A long line is wrapped, not cut: the value that proves the
+			// finding (an address, a node id) may be at its end.
+			parts := wrap(first, evidenceWidth)
+			fmt.Fprintf(w, "%s    %s:%s:%d  %s\n", indent, e.Node, e.File, e.Line, parts[0])
+			for _, p := range parts[1:] {
+				fmt.Fprintf(w, "%s        %s\n", indent, p)
+			}
 		}
 	}
 	if len(f.RuledOut) > 0 {
@@ -97,6 +100,33 @@ func para(w io.Writer, indent, title, text string) {
 	for _, l := range strings.Split(text, "\n") {
 		fmt.Fprintf(w, "%s  %s\n", indent, l)
 	}
+}
+
+// evidenceWidth is how many characters of an evidence line go on one
+// terminal line before it wraps.
+const evidenceWidth = 160
+
+// wrap cuts s into pieces of at most width characters (runes), at the last
+// space before the limit when there is one, so words and values stay whole;
+// a run without spaces longer than width is cut where it must be.
+func wrap(s string, width int) []string {
+	var out []string
+	r := []rune(s)
+	for len(r) > width {
+		cut := width
+		for i := width; i > width/2; i-- {
+			if r[i] == ' ' {
+				cut = i
+				break
+			}
+		}
+		out = append(out, strings.TrimRight(string(r[:cut]), " "))
+		r = r[cut:]
+		for len(r) > 0 && r[0] == ' ' {
+			r = r[1:]
+		}
+	}
+	return append(out, string(r))
 }
 
 func firstLine(s string) (string, int) {
