@@ -162,6 +162,13 @@ func TestWebhookPostsNoRepeats(t *testing.T) {
 	if len(perID) == 0 {
 		t.Fatal("nothing posted")
 	}
+	_, metrics := get(t, "http://"+srv.addrs.HTTP+"/metrics", "")
+	for _, want := range []string{fmt.Sprintf("faultline_webhook_posts_total %d", len(posts)),
+		"faultline_webhook_failures_total 0", "faultline_webhook_outbox_waiting 0"} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 	// The seed is published in well under the gathering window: its
 	// versions are one post (two if the window closes mid-way).
 	for id, n := range perID {

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/faultline/faultline/rule"
 )
@@ -40,6 +42,8 @@ type webhook struct {
 	client  *http.Client
 	js      jetstream.JetStream
 	cons    jetstream.Consumer
+
+	posts, failures atomic.Uint64 // for /metrics
 
 	mu      sync.Mutex
 	posted  map[string]uint64 // finding ID -> outbox sequence of the version last posted
@@ -75,7 +79,7 @@ func (w *webhook) open(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return fmt.Errorf("outbox stream %s: %w", outboxStream, err)
 	}
-	w.cons, err = st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       outboxConsumer,
 		Description:   "Faultline webhook delivery",
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -86,7 +90,9 @@ func (w *webhook) open(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return fmt.Errorf("outbox consumer: %w", err)
 	}
-	w.js = js
+	w.mu.Lock() // /metrics reads cons meanwhile
+	w.js, w.cons = js, cons
+	w.mu.Unlock()
 	return nil
 }
 
@@ -170,6 +176,7 @@ func (w *webhook) deliver(ctx context.Context, msgs []jetstream.Msg) {
 				err = w.post(ctx, body)
 			}
 			if err != nil {
+				w.failures.Add(1)
 				w.setFailing(err)
 				delay := w.backoff << min(v.n-1, 16)
 				if delay > maxBackoff || delay <= 0 {
@@ -181,6 +188,7 @@ func (w *webhook) deliver(ctx context.Context, msgs []jetstream.Msg) {
 				}
 				continue
 			}
+			w.posts.Add(1)
 			w.setFailing(nil)
 			w.mu.Lock()
 			w.posted[id] = v.seq
@@ -249,4 +257,35 @@ func alertText(f rule.Finding) string {
 		s += "\nFix: " + f.Remediation
 	}
 	return s
+}
+
+// outboxCollector reads how many finding versions wait in the outbox at
+// scrape time (nothing while there is no webhook or JetStream does not
+// answer).
+type outboxCollector struct {
+	w       *webhook
+	waiting *prometheus.Desc
+}
+
+func newOutboxCollector(w *webhook) *outboxCollector {
+	return &outboxCollector{w: w, waiting: prometheus.NewDesc("faultline_webhook_outbox_waiting",
+		"Finding versions in the webhook outbox not yet taken by the endpoint.", nil, nil)}
+}
+
+func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.waiting }
+
+func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
+	c.w.mu.Lock()
+	cons := c.w.cons
+	c.w.mu.Unlock()
+	if cons == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(info.NumPending+uint64(info.NumAckPending)))
 }
