@@ -1,6 +1,7 @@
 package server
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -11,22 +12,7 @@ import (
 // /metrics has a counter of runtime expression errors per rule: 0 for a
 // rule that evaluates fine, the engine's count for one that errs.
 func TestRuleErrorMetric(t *testing.T) {
-	rs, problems := rule.Parse("r.yaml", []byte(`id: broken
-cause: cuda-oom
-severity: critical
-title: t
-facts:
-  seen:
-    from:
-      - regex: 'zorblax (?P<value>\w+)'
-  n:
-    type: number
-    from:
-      - regex: 'count (?P<value>\d+)'
-condition: len(seen) > 0 && max(n) > 1
-summary: s
-remediation: r
----
+	rs, problems := rule.Parse("r.yaml", append(readBrokenRule(t), []byte(`---
 id: fine
 cause: cuda-oom
 severity: critical
@@ -38,7 +24,7 @@ facts:
 condition: len(seen) > 5
 summary: s
 remediation: r
-`))
+`)...))
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
@@ -78,4 +64,14 @@ func TestServeExposesRuleErrors(t *testing.T) {
 			t.Errorf("GET /metrics = %d, lacks %q", code, want)
 		}
 	}
+}
+
+// readBrokenRule is the shared rule that errs at run time.
+func readBrokenRule(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/rules/erroring/broken.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -7,30 +7,11 @@ import (
 	"testing"
 )
 
-// brokenRule fails at run time: max() of an empty list as soon as `seen`
-// learns a value and `n` has none.
-const brokenRule = `id: broken
-cause: cuda-oom
-severity: critical
-title: t
-facts:
-  seen:
-    from:
-      - regex: 'zorblax (?P<value>\w+)'
-  n:
-    type: number
-    from:
-      - regex: 'count (?P<value>\d+)'
-condition: len(seen) > 0 && max(n) > 1
-summary: s
-remediation: r
-`
-
 // diagnose says on stderr which rules failed at run time, how often and
 // with what error; a clean run says nothing of the kind.
 func TestDiagnoseReportsRuleErrors(t *testing.T) {
 	dir, logs := t.TempDir(), t.TempDir()
-	os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte(brokenRule), 0o644)
+	os.WriteFile(filepath.Join(dir, "broken.yaml"), brokenRule(t), 0o644)
 	log := filepath.Join(logs, "n1.log")
 	os.WriteFile(log, []byte("zorblax one\nzorblax two\n"), 0o644)
 	tests := []struct {
@@ -64,7 +45,7 @@ func TestDiagnoseReportsRuleErrors(t *testing.T) {
 // expectations hold.
 func TestRulesTestFailsOnRuleErrors(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte(brokenRule), 0o644)
+	os.WriteFile(filepath.Join(dir, "broken.yaml"), brokenRule(t), 0o644)
 	os.WriteFile(filepath.Join(dir, "broken.test.yaml"), []byte(`tests:
   - name: errs
     logs: {n1: "zorblax one"}
@@ -83,4 +64,14 @@ func TestRulesTestFailsOnRuleErrors(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// brokenRule is the shared rule that errs at run time.
+func brokenRule(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../../testdata/rules/erroring/broken.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

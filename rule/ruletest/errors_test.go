@@ -13,22 +13,7 @@ import (
 // A case fails when a rule erred at run time (it would silently never
 // fire), even if everything the case expects holds.
 func TestCaseFailsOnRuleErrors(t *testing.T) {
-	rs, problems := rule.Parse("broken.yaml", []byte(`id: broken
-cause: cuda-oom
-severity: critical
-title: t
-facts:
-  seen:
-    from:
-      - regex: 'zorblax (?P<value>\w+)'
-  n:
-    type: number
-    from:
-      - regex: 'count (?P<value>\d+)'
-condition: len(seen) > 0 && max(n) > 1
-summary: s
-remediation: r
-`))
+	rs, problems := rule.Parse("broken.yaml", brokenRule(t))
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
@@ -101,4 +86,14 @@ func TestFixtureBase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// brokenRule is the shared rule that errs at run time.
+func brokenRule(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "rules", "erroring", "broken.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
