@@ -27,9 +27,12 @@ function el(tag, attrs, ...children) {
 
 const $ = (id) => document.getElementById(id);
 
+// fmtTime shows an RFC 3339 time to the millisecond: log lines carry no
+// finer times, and nanoseconds (a range's exclusive end is the last event
+// plus 1 ns) only make the eye stumble.
 function fmtTime(t) {
   if (!t || t.startsWith('0001-')) return '';
-  return t.replace('T', ' ').replace('Z', '');
+  return t.replace('T', ' ').replace('Z', '').replace(/(\.\d{3})\d+/, '$1');
 }
 
 // highlighted renders message with the byte ranges of the index's
@@ -72,7 +75,37 @@ function setStatus(text, isError) {
   s.className = isError ? 'error' : '';
 }
 
-async function search() {
+// The search lives in the URL: a link shows the same search, and the back
+// button goes to the previous one. urlParams is the state as URL
+// parameters; fromURL reads it back.
+function urlParams() {
+  const p = new URLSearchParams();
+  if (state.q) p.set('q', state.q);
+  if (state.since) p.set('since', state.since);
+  if (state.until) p.set('until', state.until);
+  for (const f of facetFields) for (const v of state.filters[f]) p.append(f, v);
+  if (state.from) p.set('from', state.from);
+  return p;
+}
+
+function fromURL() {
+  const p = new URLSearchParams(location.search);
+  state.q = p.get('q') || '';
+  state.since = p.get('since') || '';
+  state.until = p.get('until') || '';
+  for (const f of facetFields) state.filters[f] = p.getAll(f);
+  state.from = Math.max(0, parseInt(p.get('from') || '0', 10) || 0);
+  $('q').value = state.q;
+  $('since').value = state.since;
+  $('until').value = state.until;
+}
+
+// search runs the current state's search; a new search (not one the back
+// button restored) is recorded in the browser's history.
+async function search(fromHistory) {
+  const qs = urlParams().toString();
+  const url = location.pathname + (qs ? '?' + qs : '');
+  if (fromHistory !== true && url !== location.pathname + location.search) history.pushState(null, '', url);
   setStatus('Searching…');
   try {
     const res = await api('api/search', {
@@ -259,7 +292,9 @@ async function loadTimeline() {
     }
     return el('div', { class: 'lane', dataset: { node: lane.node } }, el('span', { class: 'lane-name' }, lane.node), track);
   });
-  const axis = el('div', { class: 'timeline-axis' }, el('span', {}, fmtTime(tl.start)), el('span', {}, fmtTime(tl.end)));
+  // Five ticks from start to end, as times to the millisecond.
+  const ticks = [0, 1, 2, 3, 4].map((i) => el('span', {}, fmtTime(new Date(t0 + (span * i) / 4).toISOString())));
+  const axis = el('div', { class: 'timeline-axis' }, ...ticks);
   $('timeline').replaceChildren(...lanes, axis);
 }
 
@@ -298,9 +333,9 @@ function init() {
   $('live').addEventListener('change', (e) => setLive(e.target.checked));
   $('by-node').addEventListener('change', () => renderResults({ hits: state.lastHits || [] }));
   api('api/syntax').then((s) => { $('syntax').textContent = s.syntax; }).catch(() => {});
-  const p = new URLSearchParams(location.search);
-  if (p.get('q')) { $('q').value = p.get('q'); state.q = p.get('q'); }
-  loadFindings().then(search);
+  window.addEventListener('popstate', () => { fromURL(); search(true); });
+  fromURL();
+  loadFindings().then(() => search(true));
 }
 
 document.addEventListener('DOMContentLoaded', init);
