@@ -78,7 +78,8 @@ func (s *server) runDemo(ctx context.Context, natsURL, httpAddr string) error {
 		})
 	}
 	writers.Wait()
-	if s.settle(ctx) {
+	// Nothing written (empty node folders): nothing to wait for.
+	if lines.Load() == 0 || s.settle(ctx) {
 		s.mu.Lock()
 		n := len(s.known)
 		s.mu.Unlock()

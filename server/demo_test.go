@@ -128,3 +128,20 @@ func fullVerdicts(fs []rule.Finding) []string {
 	sort.Strings(out)
 	return out
 }
+
+// A demo folder whose node folders hold no lines still says it is done.
+func TestDemoOfEmptyNodesEnds(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a", "b"} {
+		if err := os.MkdirAll(filepath.Join(dir, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := startServer(t, Config{Demo: dir, DemoPace: 100 * time.Millisecond})
+	testutil.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		if !strings.Contains(srv.stdout.String(), "replay done: 0 lines from 2 nodes") {
+			return fmt.Errorf("no end announced:\n%s", srv.stdout.String())
+		}
+		return nil
+	})
+}
