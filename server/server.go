@@ -39,6 +39,7 @@ type server struct {
 	engine *rule.Engine
 	idx    *index.Index
 	hook   *webhook
+	held   heldMsgs // taken from the stream, not acknowledged yet (see flow.go)
 	seen   *seenSet
 
 	acks      chan jetstream.Msg
@@ -177,14 +178,8 @@ func Run(ctx context.Context, cfg Config) error {
 
 	wg.Go(func() { s.hook.run(runCtx) })
 	wg.Go(func() { s.ackLoop(runCtx) })
+	wg.Go(func() { s.held.keepAlive(runCtx, cfg.AckWait) })
 	wg.Go(func() { s.watchRules(runCtx) })
-
-	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
-	if err != nil {
-		return fmt.Errorf("consume: %w", err)
-	}
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
 	if cfg.Demo != "" || cfg.DemoFS != nil {
 		wg.Go(func() {
 			if err := s.runDemo(runCtx, natsURL, addrs.HTTP); err != nil {
@@ -196,16 +191,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Ready(addrs)
 	}
 	s.log.Info("serving", "nats", natsURL, "consumer", cfg.Durable)
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("consume: %w", err)
-		}
-		s.handle(msg)
-	}
+	return s.consume(ctx, cons)
 }
 
 // waitStream makes sure the stream exists, retrying while an external server
@@ -335,6 +321,7 @@ func (s *server) ackLoop(ctx context.Context) {
 				s.log.Warn("ack", "err", err)
 			}
 		}
+		s.held.done(pending)
 		s.unindexed.Add(-n)
 		pending = pending[:0]
 	}
