@@ -68,6 +68,9 @@ type Config struct {
 	Log    *slog.Logger // operational log
 	// Ready is called once everything listens, with the actual addresses.
 	Ready func(Addrs)
+
+	// beforeWarmUp, in tests, runs when the warm-up starts (to hold it).
+	beforeWarmUp func()
 }
 
 // Addrs are the addresses Run actually bound (useful with port 0 / -1).

@@ -42,6 +42,11 @@ type server struct {
 	held   heldMsgs // taken from the stream, not acknowledged yet (see flow.go)
 	seen   *seenSet
 
+	// warming is set until the warm-up replay is done; warmSeq of warmLast
+	// is how far it got.
+	warming           atomic.Bool
+	warmSeq, warmLast atomic.Uint64
+
 	acks      chan jetstream.Msg
 	unindexed atomic.Int64 // records evaluated but not yet known flushed (the index lag)
 	records   atomic.Int64
@@ -138,6 +143,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
 	defer func() { cancel(); wg.Wait() }()
+	s.warming.Store(true)
 	// HTTP comes up before NATS is known to work: while an external server
 	// cannot be reached, /healthz says so and the stored findings are served.
 	addrs := Addrs{NATS: natsURL}
@@ -170,6 +176,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := s.warmUp(ctx, st); err != nil {
 		return err
 	}
+	s.warming.Store(false)
 	cons, err := ensureConsumer(ctx, st, cfg.Durable, cfg.AckWait)
 	if err != nil {
 		return err
@@ -228,6 +235,10 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 		return fmt.Errorf("stream info: %w", err)
 	}
 	last := info.State.LastSeq
+	s.warmLast.Store(last)
+	if s.cfg.beforeWarmUp != nil {
+		s.cfg.beforeWarmUp()
+	}
 	if info.State.Msgs == 0 {
 		return nil
 	}
@@ -261,6 +272,7 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 				n++
 			}
 		}
+		s.warmSeq.Store(md.Sequence.Stream)
 		if md.Sequence.Stream >= last {
 			s.log.Info("warm-up done", "records", n, "last_seq", last)
 			return nil
@@ -448,6 +460,13 @@ func (s *server) handler() http.Handler {
 			status, code = "nats disconnected", http.StatusServiceUnavailable
 		}
 		body := map[string]any{"status": status}
+		if code == http.StatusOK && s.warming.Load() {
+			// Up and serving the stored findings and index; the rules are
+			// still replaying the stream (a liveness probe must not kill
+			// a long warm-up, hence 200).
+			body["status"] = "warming"
+			body["warm_up"] = map[string]uint64{"seq": s.warmSeq.Load(), "last": s.warmLast.Load()}
+		}
 		// Probes need no token; with a token set, the counts are for
 		// those who hold it.
 		if s.hasToken(r) {
