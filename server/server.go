@@ -478,7 +478,9 @@ func (s *server) handler() http.Handler {
 			}
 			body["records"], body["consumed"], body["index_lag"] = records, s.records.Load(), s.unindexed.Load()
 		} else if code != http.StatusOK {
-			body["status"] = "not ok"
+			body = map[string]any{"status": "not ok"}
+		} else {
+			body = map[string]any{"status": "ok"} // warming included: up, and nothing more to tell
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
