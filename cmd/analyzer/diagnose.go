@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -17,18 +21,23 @@ import (
 
 const maxWarningsShown = 20
 
-func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("diagnose", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: analyzer diagnose [--json] [--rules DIR] [--fail-on SEVERITY] PATH|NODE=PATH ...\n\n"+
-			"Diagnose a failed launch from collected logs. A folder holds one subfolder per node\n"+
-			"(or give NODE=PATH); files may be plain, Docker json-file or CRI logs.\n\nflags:")
+		fmt.Fprintln(stderr, "usage: analyzer diagnose [--json] [--rules DIR] [--fail-on SEVERITY] PATH|NODE=PATH|- ...\n\n"+
+			"Diagnose a failed launch from collected logs. Files may be plain, Docker json-file, CRI\n"+
+			"or gzip-compressed logs. A folder holds one subfolder per node (spark-1/, spark-2/);\n"+
+			"files directly in a folder are one node named after the folder, so give loose files\n"+
+			"of several nodes as NODE=PATH (spark-1=head.log spark-2=worker.log). - (or NODE=-)\n"+
+			"reads a log from standard input. The same file given twice is read once.\n\n"+
+			"Exit codes: 0 diagnosed; 1 usage or input error (an input that could not be read is\n"+
+			"named, after the report); 3 with --fail-on when an active finding is at or above it.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print one finding per line as JSON")
-	failOn := fs.String("fail-on", "", "exit 3 when a finding at or above this severity (critical|warning|info) is active")
-	cluster := fs.String("cluster", rule.DefaultCluster, "cluster label for the logs")
+	failOn := fs.String("fail-on", "", "exit 3 when an active finding is at or above `SEVERITY` (critical, warning or info; any case)")
+	cluster := fs.String("cluster", rule.DefaultCluster, "cluster label `NAME` for the logs")
 	var rf ruleFlags
 	rf.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -37,10 +46,15 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		return usageError("%v", err)
 	}
+	*failOn = strings.ToLower(*failOn)
 	if *failOn != "" && rule.SeverityRank(*failOn) == 0 {
 		return usageError("--fail-on %q: want critical, warning or info", *failOn)
 	}
 	inputs, err := pipeline.ParseArgs(fs.Args())
+	if err != nil {
+		return usageError("%v", err)
+	}
+	files, err := expandInputs(inputs, stdin, stderr)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -52,7 +66,10 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	gctune.BulkLoad(400, 256<<20)
 	engine := rule.NewEngine(rules)
 	shown := 0
-	st, err := pipeline.Replay(ctx, inputs, pipeline.Options{
+	total := inputBytes(files)
+	prog := newProgress(stderr, total, total >= progressMinBytes) // the bar of ingest, on a terminal only
+	hosts := map[string]map[string]bool{}                         // node -> NCCL host names seen
+	st, err := pipeline.ReplayFiles(ctx, files, pipeline.Options{
 		Cluster: *cluster,
 		Warn: func(err error) {
 			if shown++; shown <= maxWarningsShown {
@@ -61,11 +78,24 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		},
 	}, func(ev *parsers.Event) error {
 		engine.Observe(ev)
+		prog.observe(ev)
+		if h := ev.Fields["host"]; h != "" {
+			seen := hosts[ev.Node]
+			if seen == nil {
+				seen = map[string]bool{}
+				hosts[ev.Node] = seen
+			}
+			if len(seen) < 8 {
+				seen[h] = true
+			}
+		}
 		return nil
 	})
+	prog.finish()
 	if err != nil {
 		return usageError("%v", err)
 	}
+	nodeHint(stderr, inputs, hosts)
 	if shown > maxWarningsShown {
 		fmt.Fprintf(stderr, "warning: %d more warnings not shown\n", shown-maxWarningsShown)
 	}
@@ -113,4 +143,109 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	return nil
+}
+
+// expandInputs lists the files to read: folders expanded, "-" read from
+// stdin, and a file given twice (by another path, or a link) read once with
+// a warning.
+func expandInputs(inputs []pipeline.Input, stdin io.Reader, stderr io.Writer) ([]pipeline.File, error) {
+	var named []pipeline.Input
+	var out []pipeline.File
+	stdinUsed := false
+	for _, in := range inputs {
+		if in.Path != "-" {
+			named = append(named, in)
+			continue
+		}
+		if stdinUsed {
+			return nil, errors.New("- (standard input) given twice")
+		}
+		stdinUsed = true
+		if stdin == nil {
+			return nil, errors.New("-: no standard input")
+		}
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("read standard input: %w", err)
+		}
+		node := in.Node
+		if node == "" {
+			node = "stdin"
+		}
+		// Data is never nil for stdin, even when it is empty.
+		out = append(out, pipeline.File{Path: "stdin", Node: node, Data: append([]byte{}, data...)})
+	}
+	if len(named) > 0 {
+		files, err := pipeline.Expand(named)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]string{}
+		for _, f := range files {
+			key := fileKey(f.Path)
+			if first, dup := seen[key]; dup {
+				fmt.Fprintf(stderr, "warning: %s is %s again: read once\n", f.Path, first)
+				continue
+			}
+			seen[key] = f.Path
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// fileKey identifies a file whatever path names it (the file identity the
+// shipper uses: device, inode, first line), else its cleaned absolute path.
+func fileKey(p string) string {
+	if id, err := parsers.FileIdentity(p); err == nil {
+		return id
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	return abs
+}
+
+// nodeHint says when a folder of loose files became one node although its
+// logs name several hosts: those files most likely come from several nodes,
+// and facts of different nodes should not be merged as one.
+func nodeHint(w io.Writer, inputs []pipeline.Input, hosts map[string]map[string]bool) {
+	for _, in := range inputs {
+		if in.Node != "" || in.Path == "-" {
+			continue
+		}
+		st, err := os.Stat(in.Path)
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		node := filepath.Base(filepath.Clean(in.Path))
+		if len(hosts[node]) < 2 {
+			continue
+		}
+		names := make([]string, 0, len(hosts[node]))
+		for h := range hosts[node] {
+			names = append(names, h)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(w, "hint: the files in %s were read as one node %q, but their NCCL lines come from %d hosts (%s); "+
+			"if they are logs of several nodes, name them: analyzer diagnose %s=%s/<its log> ...\n",
+			in.Path, node, len(names), strings.Join(names, ", "), names[0], strings.TrimSuffix(in.Path, "/"))
+	}
+}
+
+// progressMinBytes: smaller inputs are read before anyone looks at a bar.
+const progressMinBytes = 64 << 20
+
+// inputBytes is the total size of the files, for the progress bar.
+func inputBytes(files []pipeline.File) int64 {
+	var total int64
+	for _, f := range files {
+		if f.Data != nil {
+			total += int64(len(f.Data))
+		} else if fi, err := os.Stat(f.Path); err == nil {
+			total += fi.Size()
+		}
+	}
+	return total
 }

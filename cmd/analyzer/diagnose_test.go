@@ -19,7 +19,7 @@ const seed = "../../testdata/logs/seed"
 func diagnose(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), append([]string{"diagnose"}, args...), &out, &errb)
+	code := run(context.Background(), append([]string{"diagnose"}, args...), nil, &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -255,4 +255,67 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// `diagnose -` reads a log from standard input (NODE=- names its node).
+func TestDiagnoseStdin(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/logs/real/64-vllm-v1-concurrent-engines-dist-init-port-race/worker-traceback-tail.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{"-", "head=-"} {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"diagnose", "--json", arg}, bytes.NewReader(data), &out, &errb)
+		if code != 0 || !strings.Contains(out.String(), `"cause":"port-in-use"`) {
+			t.Fatalf("diagnose %s: exit %d\n%s%s", arg, code, out.String(), errb.String())
+		}
+		if want := map[string]string{"-": `"nodes":["stdin"]`, "head=-": `"nodes":["head"]`}[arg]; !strings.Contains(out.String(), want) {
+			t.Errorf("diagnose %s: want %s in %s", arg, want, out.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"diagnose", "-", "x=-"}, strings.NewReader(""), &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "standard input) given twice") {
+		t.Errorf("stdin twice: exit %d, %s", code, errb.String())
+	}
+}
+
+// The same file given twice (by another path too) is read once, with a
+// warning; --fail-on takes any case.
+func TestDiagnoseDuplicateInputsAndFailOnCase(t *testing.T) {
+	dir := "../../testdata/logs/real/64-vllm-v1-concurrent-engines-dist-init-port-race"
+	out, errs, code := diagnose(t, "--fail-on", "CRITICAL", dir, dir+"/worker-traceback-tail.log", "./"+dir+"/worker-traceback-tail.log")
+	if code != 3 {
+		t.Fatalf("--fail-on CRITICAL: exit %d\n%s", code, errs)
+	}
+	if n := strings.Count(errs, "again: read once"); n != 2 {
+		t.Errorf("want 2 duplicate warnings, got %d:\n%s", n, errs)
+	}
+	if !strings.Contains(out, "2 files, 10 lines") {
+		t.Errorf("duplicates were read again: %s", strings.SplitN(out, "\n", 2)[0])
+	}
+}
+
+// A folder of loose files is one node; when its NCCL lines come from
+// several hosts, diagnose says how to name the nodes.
+func TestDiagnoseHintsNodeNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "collected")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for host, ip := range map[string]string{"gpu-a": "10.0.0.1", "gpu-b": "10.0.0.2"} {
+		line := host + ":11:11 [0] NCCL INFO Bootstrap : Using eth0:" + ip + "<0>\n"
+		if err := os.WriteFile(filepath.Join(dir, host+".log"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, errs, code := diagnose(t, dir)
+	if code != 0 || !strings.Contains(errs, `read as one node "collected", but their NCCL lines come from 2 hosts (gpu-a, gpu-b)`) ||
+		!strings.Contains(errs, "analyzer diagnose gpu-a="+dir+"/<its log>") {
+		t.Fatalf("exit %d, no hint:\n%s", code, errs)
+	}
+	// Named nodes get no hint.
+	if _, errs, _ := diagnose(t, "a="+filepath.Join(dir, "gpu-a.log"), "b="+filepath.Join(dir, "gpu-b.log")); strings.Contains(errs, "hint:") {
+		t.Errorf("hint with named nodes: %s", errs)
+	}
 }

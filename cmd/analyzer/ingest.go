@@ -61,12 +61,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	gctune.BulkLoad(gctune.IndexPercent, gctune.IndexLimit)
-	var total int64
-	for _, f := range files {
-		if fi, err := os.Stat(f.Path); err == nil {
-			total += fi.Size()
-		}
-	}
+	total := inputBytes(files)
 
 	start := time.Now()
 	idx, err := openIndex(ctx, *dataDir, index.Options{Shards: *shards,
@@ -210,5 +205,12 @@ func (p *progress) done() {
 		p.read = p.total
 		p.draw()
 		fmt.Fprintln(p.w)
+	}
+}
+
+// finish clears the bar (diagnose prints its report after it).
+func (p *progress) finish() {
+	if p.on {
+		fmt.Fprint(p.w, "\r\033[K")
 	}
 }

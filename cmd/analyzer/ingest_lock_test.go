@@ -30,7 +30,7 @@ func runTimed(t *testing.T, ctx context.Context, limit time.Duration, args ...st
 	var out, errb bytes.Buffer
 	done := make(chan int, 1)
 	start := time.Now()
-	go func() { done <- run(ctx, args, &out, &errb) }()
+	go func() { done <- run(ctx, args, nil, &out, &errb) }()
 	select {
 	case code := <-done:
 		return errb.String(), code, time.Since(start)

@@ -43,9 +43,13 @@ type command struct {
 	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-func commands() []command {
+// commands lists the subcommands; stdin is what `diagnose -` reads.
+func commands(stdin io.Reader) []command {
 	return []command{
-		{"diagnose", "find the root cause of a failed launch in collected logs", runDiagnose},
+		{"diagnose", "find the root cause of a failed launch in collected logs",
+			func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+				return runDiagnose(ctx, args, stdin, stdout, stderr)
+			}},
 		{"ingest", "index collected logs into --data-dir for search", runIngest},
 		{"search", "search an index from the terminal", runSearch},
 		{"serve", "live: consume from NATS, index, alert, serve the web UI", runServe},
@@ -56,7 +60,7 @@ func commands() []command {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: analyzer COMMAND [flags] [args]\n\ncommands:")
-	for _, c := range commands() {
+	for _, c := range commands(nil) {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'analyzer COMMAND --help' for a command's flags, 'analyzer --version' for the version.")
@@ -77,13 +81,13 @@ func main() {
 			}
 		}
 	}
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	pprof.StopCPUProfile()
 	os.Exit(code)
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -95,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "analyzer", version.Get())
 		return 0
 	}
-	for _, c := range commands() {
+	for _, c := range commands(stdin) {
 		if c.name != args[0] {
 			continue
 		}

@@ -12,7 +12,7 @@ import (
 func analyzer(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), args, &out, &errb)
+	code := run(context.Background(), args, nil, &out, &errb)
 	return out.String(), errb.String(), code
 }
 

@@ -36,7 +36,7 @@ func startServe(t *testing.T, args ...string) *serving {
 	if !strings.Contains(strings.Join(args, " "), "--http") {
 		args = append(args, "--http", "127.0.0.1:0")
 	}
-	go func() { s.done <- run(ctx, args, s.out, s.errs) }()
+	go func() { s.done <- run(ctx, args, nil, s.out, s.errs) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

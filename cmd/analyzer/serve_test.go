@@ -19,7 +19,7 @@ func TestServeDemo(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--demo", "--demo-logs", seed + "/failed", "--demo-pace", "1s",
-			"--nats-listen", "127.0.0.1:-1", "--http", "127.0.0.1:0"}, &out, &errs)
+			"--nats-listen", "127.0.0.1:-1", "--http", "127.0.0.1:0"}, nil, &out, &errs)
 	}()
 	testutil.CheckFor(t, 60*time.Second, 100*time.Millisecond, func() error {
 		select {

@@ -26,7 +26,7 @@ func TestUITokenFromEnvNotPrinted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errs testutil.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"ui", "--data-dir", dir, "--http", "127.0.0.1:0"}, &out, &errs) }()
+	go func() { done <- run(ctx, []string{"ui", "--data-dir", dir, "--http", "127.0.0.1:0"}, nil, &out, &errs) }()
 	defer func() {
 		cancel()
 		select {
