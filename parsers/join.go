@@ -496,17 +496,29 @@ func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 // wrapContinues reports whether text can be the wrapped remainder of a line
 // that ended with prev: it starts no entry of its own (no prefix, header,
 // traceback, exception or NCCL line), and either the previous line had the
-// stream's wrap width, ended with a space, or the cut fell inside a word.
+// stream's wrap width, ended with a space, or the cut fell inside a word
+// (a lower-case letter or digit after a letter or digit).
 func wrapContinues(text string, prev byte, atWidth bool) bool {
-	if text == "" || blankLine(text) || text[0] == '(' || strings.HasPrefix(text, "[rank") ||
-		startsEntry(text) || exceptionLine(text) || chainMarker(text) {
+	if text == "" {
 		return false
 	}
-	if atWidth || prev == ' ' {
+	// Cheap tests first: most lines after a long one are not wrapped.
+	c := text[0]
+	switch {
+	case atWidth || prev == ' ':
 		// A log line hardly ever ends with a space; a cut after one does.
-		return true
+	case wordByte(prev) && (c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_'):
+		// Cut inside a word. A capital after it starts a line of its own
+		// more often than it continues a word (tqdm's "Capturing CUDA
+		// graphs" after a long log line).
+		if labelled(text) {
+			return false
+		}
+	default:
+		return false
 	}
-	return wordByte(prev) && wordByte(text[0]) && !labelled(text)
+	return !blankLine(text) && c != '(' && !strings.HasPrefix(text, "[rank") &&
+		!startsEntry(text) && !exceptionLine(text) && !chainMarker(text)
 }
 
 // labelled reports whether a line starts with "name:" (a host prefix of
