@@ -488,6 +488,6 @@ func TestJoinDoesNotWrapCapitalisedLines(t *testing.T) {
 	long := `(APIServer pid=329) INFO:     10.1.31.241:47236 - "POST /v1/responses HTTP/1.1" 200 OK`
 	recs := joinAll(t, []byte(long+"\nCapturing CUDA graphs (mixed prefill-decode, PIECEWISE): 61%|███████   | 40/67\n"), JoinOptions{})
 	if len(recs) != 2 {
-		t.Fatalf("got %d records: %q", len(recs), recs)
+		t.Fatalf("got %d records: %+v", len(recs), recs)
 	}
 }
