@@ -27,14 +27,16 @@ func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"coverage: for every matcher, the real lines it hits in testdata/logs/real and\n"+
 			"      testdata/logs/nccl-runs (inside a checkout) and in each LOGDIR; lists the\n"+
 			"      matchers that hit nothing, with their notes.\n"+
-			"Without DIR, the built-in pack embedded in the binary is used.\n\nflags:")
+			"Without DIR, the built-in pack embedded in the binary is used.\n\n"+
+			"Exit codes: 0 ok; 1 a rule does not lint, a fixture fails (or a rule errs at run time\n"+
+			"in it), coverage --strict finds a matcher with neither a hit nor a note, or a usage error.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	verbose := fs.BoolP("verbose", "v", false, "test: list passing cases too")
 	withBuiltin := fs.Bool("with-builtin", false, "test: run DIR's fixtures against the built-in pack plus DIR's rules")
 	asJSON := fs.Bool("json", false, "coverage: print JSON")
 	strict := fs.Bool("strict", false, "coverage: exit 1 when a matcher without a note hits nothing")
-	lines := fs.Int("lines", 3, "coverage: hit lines shown per matcher")
+	lines := fs.Int("lines", 3, "coverage: hit lines shown per matcher (`N`)")
 	var rf ruleFlags
 	rf.register(fs)
 	if err := fs.Parse(args); err != nil {
