@@ -466,7 +466,10 @@ func (j *Joiner) streamState(stream string) *streamLast {
 // ("...killed due to memory pres" + "sure (OOM)..."). Such a piece is joined
 // back onto the line it was cut from, without a newline, so matchers see the
 // original line.
-const wrapMinWidth = 80
+const (
+	wrapMinWidth = 80
+	wrapMaxWidth = 512
+)
 
 // addWrapped joins l onto the stream's previous record when l is the
 // wrapped remainder of the previous physical line, and remembers l's shape
@@ -476,6 +479,12 @@ func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 	s.lastLen = len(l.Text)
 	if s.lastLen > 0 {
 		s.lastByte = l.Text[s.lastLen-1]
+	}
+	// A terminal is at most a few hundred columns wide, and what it shows
+	// is text: a longer line, or one with bytes that were not UTF-8 (a
+	// binary blob), was not wrapped by one.
+	if s.lastLen > wrapMaxWidth || (s.lastLen >= wrapMinWidth && strings.Contains(l.Text, "\uFFFD")) {
+		s.lastLen = 0
 	}
 	if prevLen < wrapMinWidth || !wrapContinues(l.Text, prevByte, prevLen == s.width) {
 		return false
@@ -497,7 +506,7 @@ func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 // that ended with prev: it starts no entry of its own (no prefix, header,
 // traceback, exception or NCCL line), and either the previous line had the
 // stream's wrap width, ended with a space, or the cut fell inside a word
-// (a lower-case letter or digit after a letter or digit).
+// (a lower-case letter after a letter or digit).
 func wrapContinues(text string, prev byte, atWidth bool) bool {
 	if text == "" {
 		return false
@@ -507,10 +516,10 @@ func wrapContinues(text string, prev byte, atWidth bool) bool {
 	switch {
 	case atWidth || prev == ' ':
 		// A log line hardly ever ends with a space; a cut after one does.
-	case wordByte(prev) && (c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_'):
-		// Cut inside a word. A capital after it starts a line of its own
-		// more often than it continues a word (tqdm's "Capturing CUDA
-		// graphs" after a long log line).
+	case wordByte(prev) && c >= 'a' && c <= 'z':
+		// Cut inside a word. A capital or a digit after it starts a line
+		// of its own more often than it continues a word (tqdm's
+		// "Capturing CUDA graphs" or "100%|███" after a long log line).
 		if labelled(text) {
 			return false
 		}

@@ -467,6 +467,12 @@ func TestJoinWrappedLines(t *testing.T) {
 			[]string{strings.Repeat("x", 90) + "e", "7635c25c81cd:41585:41836 [0] NCCL INFO include/shm.h:41 -> 2"}},
 		{"an exception starts a line", strings.Repeat("x", 90) + "9\nRuntimeError: boom\n",
 			[]string{strings.Repeat("x", 90) + "9", "RuntimeError: boom"}},
+		{"a digit starts a line (tqdm)", strings.Repeat("x", 90) + "9\n100%|##| 2/2\n",
+			[]string{strings.Repeat("x", 90) + "9", "100%|##| 2/2"}},
+		{"binary is not wrapped text", "\xff" + strings.Repeat("x", 90) + "\nafter binary\n",
+			[]string{"\uFFFD" + strings.Repeat("x", 90), "after binary"}},
+		{"no terminal is 600 columns wide", strings.Repeat("x", 600) + "\nafter\n",
+			[]string{strings.Repeat("x", 600), "after"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
