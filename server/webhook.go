@@ -80,11 +80,15 @@ func (w *webhook) open(ctx context.Context, js jetstream.JetStream) error {
 		return fmt.Errorf("outbox stream %s: %w", outboxStream, err)
 	}
 	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       outboxConsumer,
-		Description:   "Faultline webhook delivery",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       time.Minute, // longer than a post with its timeout
-		MaxDeliver:    -1,          // until delivered (MaxAge bounds it)
+		Durable:     outboxConsumer,
+		Description: "Faultline webhook delivery",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		// A message is marked in progress before each post, so AckWait
+		// only has to outlast one post (10 s timeout); short, because it
+		// is also how long a message delivered to a serve that was then
+		// killed waits before the restarted one gets it.
+		AckWait:       15 * time.Second,
+		MaxDeliver:    -1, // until delivered (MaxAge bounds it)
 		FilterSubject: outboxSubject,
 	})
 	if err != nil {
@@ -165,12 +169,19 @@ func (w *webhook) deliver(ctx context.Context, msgs []jetstream.Msg) {
 			v.f, v.seq, v.n = f, md.Sequence.Stream, md.NumDelivered
 		}
 	}
-	for _, id := range order {
+	for i, id := range order {
 		v := byID[id]
 		w.mu.Lock()
 		stale := v.seq <= w.posted[id]
 		w.mu.Unlock()
 		if !stale {
+			// Every message still waiting in this batch gets a fresh
+			// AckWait: the posts before it may have taken their timeout.
+			for _, later := range order[i:] {
+				for _, m := range byID[later].msgs {
+					m.InProgress()
+				}
+			}
 			body, err := json.Marshal(payload{Text: alertText(v.f), Finding: v.f})
 			if err == nil {
 				err = w.post(ctx, body)
