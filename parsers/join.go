@@ -865,7 +865,11 @@ func startsEntry(s string) bool {
 		}
 		return false
 	case c >= '0' && c <= '9':
-		return len(s) > 10 && allDigits(s[:4]) && s[4] == '-' && s[7] == '-' // Ray Python: 2024-04-01 10:49:31,995
+		if len(s) > 10 && allDigits(s[:4]) && s[4] == '-' && s[7] == '-' { // Ray Python: 2024-04-01 10:49:31,995
+			return true
+		}
+		// else maybe an NCCL line of a host named by a Docker container ID
+		// ("7635c25c81cd:41585:41836 [0] NCCL INFO ..."), checked below.
 	case c == 'T':
 		return tracebackStarts(s)
 	}

@@ -497,3 +497,12 @@ func TestJoinDoesNotWrapCapitalisedLines(t *testing.T) {
 		t.Fatalf("got %d records: %+v", len(recs), recs)
 	}
 }
+
+// An NCCL line of a host named by a Docker container ID (digits first)
+// starts an entry: it does not continue an exception message.
+func TestNCCLLineOfNumericHostStartsEntry(t *testing.T) {
+	recs := joinAll(t, []byte("RuntimeError: NCCL error in: init.cc:1, unhandled system error\n7635c25c81cd:41585:41836 [0] NCCL INFO include/shm.h:41 -> 2\n"), JoinOptions{})
+	if len(recs) != 2 {
+		t.Fatalf("got %d records: %+v", len(recs), recs)
+	}
+}
