@@ -670,27 +670,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // drainRenamed reads a renamed file to its end: until it has been quiet for
 // RotateWait (a writer that has not reopened yet, as with logrotate's create
 // mode before the SIGHUP, still appends to it, like Fluent Bit's
-// Rotate_Wait), then finishes it.
+// Rotate_Wait), then finishes it. On shutdown what was read is sent, and the
+// rest is read as a rotated sibling on the next start.
 func (c *cursor) drainRenamed(ctx context.Context) {
-	lastGrowth := time.Now()
-	for ctx.Err() == nil {
-		n, err := c.fill()
-		if err != nil {
-			c.log.Error("read failed", "offset", c.base, "err", err)
-			break
-		}
-		if n > 0 {
-			lastGrowth = time.Now()
-			c.lines()
-			continue
-		}
-		if time.Since(lastGrowth) >= c.sh.cfg.RotateWait {
-			break
-		}
-		c.idle(time.Now())
-		sleepCtx(ctx, c.sh.cfg.PollInterval/5)
-	}
-	c.finish()
+	c.readToEnd(ctx, c.sh.cfg.RotateWait)
 }
 
 type fileState int
