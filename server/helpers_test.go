@@ -213,3 +213,21 @@ func getFindings(t testing.TB, httpAddr string) []rule.Finding {
 	}
 	return fs
 }
+
+// connectRetrying connects to an analyzer's NATS that may still be starting
+// (or restarting), waits until connected, and closes at the test's end.
+func connectRetrying(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if !nc.IsConnected() {
+			return fmt.Errorf("not connected to %s", url)
+		}
+		return nil
+	})
+	return nc
+}

@@ -142,17 +142,7 @@ func TestKillRestart(t *testing.T) {
 	url := "nats://" + natsAddr
 
 	p1 := startAnalyzer(t, bin, args...)
-	nc, err := nats.Connect(url, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		if !nc.IsConnected() {
-			return fmt.Errorf("not connected to %s", url)
-		}
-		return nil
-	})
+	nc := connectRetrying(t, url)
 	sub := subscribeFindings(t, url)
 	js, _ := jetstream.New(nc)
 	recs := seedRecords(t)

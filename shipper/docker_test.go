@@ -54,20 +54,7 @@ func TestDockerDiscovery(t *testing.T) {
 		t.Skipf("Docker data root %s not readable: %v", root, err)
 	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "main.go"), []byte(logprinter), 0o644)
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module logprinter\n\ngo 1.22\n"), 0o644)
-	build := exec.Command("go", "build", "-o", "logprinter", ".")
-	build.Dir = dir
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build logprinter: %v\n%s", err, out)
-	}
-	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM scratch\nCOPY logprinter /logprinter\nENTRYPOINT [\"/logprinter\"]\n"), 0o644)
-	tag := fmt.Sprintf("faultline-logprinter:%d", os.Getpid())
-	if out, err := exec.Command("docker", "build", "-q", "-t", tag, dir).CombinedOutput(); err != nil {
-		t.Fatalf("docker build: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
+	tag := buildImage(t, logprinter)
 
 	s := testutil.RunJetStreamServer(t)
 	name := fmt.Sprintf("faultline-test-%d", os.Getpid())
