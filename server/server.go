@@ -37,7 +37,7 @@ type server struct {
 	log    *slog.Logger
 	nc     *nats.Conn
 	engine *rule.Engine
-	idx    *index.Index
+	idx    index.Store // Bleve on disk today
 	hook   *webhook
 	held   heldMsgs // taken from the stream, not acknowledged yet (see flow.go)
 	seen   *seenSet

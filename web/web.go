@@ -37,8 +37,9 @@ var uiFS embed.FS
 
 // Config is what the handler serves.
 type Config struct {
-	// Index is searched; required.
-	Index *index.Index
+	// Index is searched; required. Bleve's *index.Index is one; any
+	// index.Searcher (another backend, a fan-out) serves the same API.
+	Index index.Searcher
 	// Findings returns the current findings (root causes first). Nil: the
 	// index's stored findings.
 	Findings func() []rule.Finding
@@ -397,7 +398,7 @@ func (s *server) timeline(w http.ResponseWriter, r *http.Request) {
 
 // BuildTimeline computes the per-node timeline of q (q.Histogram buckets,
 // default 60).
-func BuildTimeline(ctx context.Context, x *index.Index, q index.Query) (Timeline, error) {
+func BuildTimeline(ctx context.Context, x index.Searcher, q index.Query) (Timeline, error) {
 	if q.Histogram <= 0 {
 		q.Histogram = 60
 	}
