@@ -52,11 +52,13 @@ type ErrorStat struct {
 type clusterState struct {
 	launches []*launchState // oldest first, at most maxLaunchesKept
 	seq      int
+	restored LaunchMark // set by Restore: the checkpoint until a launch opens
 }
 
 type launchState struct {
 	num      int
-	marked   bool // a launch marker was seen (else: logs started mid-launch)
+	pos      uint64 // stream position of the record that opened it (see ObserveAt)
+	marked   bool   // a launch marker was seen (else: logs started mid-launch)
 	vllmSeen bool
 	healthy  bool
 	failed   bool // a failure signal was seen (see failureLiterals)
@@ -302,7 +304,12 @@ var (
 
 // Observe feeds one event to the rules and returns the findings it created or
 // changed (copies).
-func (e *Engine) Observe(ev *parsers.Event) []Finding {
+func (e *Engine) Observe(ev *parsers.Event) []Finding { return e.ObserveAt(ev, 0) }
+
+// ObserveAt is Observe for an event read at stream position pos (increasing
+// in stream order; 0: unknown). A launch remembers the position of the
+// record that opened it, for Checkpoint.
+func (e *Engine) ObserveAt(ev *parsers.Event, pos uint64) []Finding {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cluster := ev.Cluster
@@ -313,7 +320,12 @@ func (e *Engine) Observe(ev *parsers.Event) []Finding {
 	if cs == nil {
 		cs = &clusterState{}
 		e.clusters[cluster] = cs
-		e.newLaunch(cs, ev.Time)
+	}
+	if len(cs.launches) == 0 {
+		// A cluster's first record opens its first launch, unmarked (or
+		// Restore left the cluster without launches: the replay's first
+		// record is the one that opened the checkpoint's launch).
+		e.newLaunch(cs, ev.Time, pos)
 	}
 	text := ev.Message
 	if text == "" {
@@ -328,7 +340,7 @@ func (e *Engine) Observe(ev *parsers.Event) []Finding {
 	}
 	var changed []Finding
 	if marks != 0 {
-		changed = append(changed, e.trackLaunch(cluster, cs, ev, text, marks)...)
+		changed = append(changed, e.trackLaunch(cluster, cs, ev, pos, text, marks)...)
 	}
 	ls := cs.launches[len(cs.launches)-1]
 	dirty := e.extract(ls, ev, text, hits)
@@ -384,9 +396,9 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string, hits [
 	return dirty
 }
 
-func (e *Engine) newLaunch(cs *clusterState, t time.Time) *launchState {
+func (e *Engine) newLaunch(cs *clusterState, t time.Time, pos uint64) *launchState {
 	cs.seq++
-	ls := &launchState{num: cs.seq, start: t, facts: map[string]*factState{}}
+	ls := &launchState{num: cs.seq, pos: pos, start: t, facts: map[string]*factState{}}
 	cs.launches = append(cs.launches, ls)
 	if len(cs.launches) > maxLaunchesKept {
 		cs.launches = cs.launches[len(cs.launches)-maxLaunchesKept:]
@@ -396,17 +408,17 @@ func (e *Engine) newLaunch(cs *clusterState, t time.Time) *launchState {
 
 // trackLaunch starts a new launch on a launch marker and resolves the
 // findings of earlier launches when a launch comes up healthy.
-func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event, msg string, marks uint8) []Finding {
+func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event, pos uint64, msg string, marks uint8) []Finding {
 	ls := cs.launches[len(cs.launches)-1]
 	switch {
 	case marks&(1<<markRayHead) != 0:
 		if ls.marked {
-			ls = e.newLaunch(cs, ev.Time)
+			ls = e.newLaunch(cs, ev.Time, pos)
 		}
 		ls.marked = true
 	case marks&(1<<markVLLM) != 0 && reVLLMBanner.MatchString(msg):
 		if ls.vllmSeen {
-			ls = e.newLaunch(cs, ev.Time)
+			ls = e.newLaunch(cs, ev.Time, pos)
 		}
 		ls.marked, ls.vllmSeen = true, true
 	case marks&(1<<markFailed) != 0:

@@ -1,0 +1,99 @@
+package rule
+
+import "maps"
+
+// Checkpoint says, per cluster, where the earliest launch the engine still
+// keeps began: the stream position of the record that opened it and its
+// number. A replay that starts there rebuilds the kept launches exactly
+// (same numbers, facts and finding IDs) without reading what came before.
+type Checkpoint map[string]LaunchMark
+
+// LaunchMark is one cluster's entry of a Checkpoint.
+type LaunchMark struct {
+	Pos uint64 `json:"pos"` // position given to ObserveAt for the opening record
+	Num int    `json:"num"` // the launch's number
+}
+
+// From is the position a replay starts at: the smallest of the clusters'
+// (0, a full replay, for an empty checkpoint).
+func (cp Checkpoint) From() uint64 {
+	first, found := uint64(0), false
+	for _, m := range cp {
+		if !found || m.Pos < first {
+			first, found = m.Pos, true
+		}
+	}
+	return first
+}
+
+// Skip reports whether a replay from From must leave out the record of
+// cluster at pos: it precedes the opening of its cluster's checkpoint launch
+// (it belongs to a launch the engine had forgotten). Records of clusters the
+// checkpoint does not know are all replayed.
+func (cp Checkpoint) Skip(cluster string, pos uint64) bool {
+	if cluster == "" {
+		cluster = DefaultCluster
+	}
+	m, ok := cp[cluster]
+	return ok && pos < m.Pos
+}
+
+// Equal reports whether two checkpoints are the same (to write one only
+// when it changed).
+func (cp Checkpoint) Equal(o Checkpoint) bool { return maps.Equal(cp, o) }
+
+// Checkpoint returns, per cluster, the position and number of its earliest
+// kept launch. Positions are those given to ObserveAt (0 if none was).
+func (e *Engine) Checkpoint() Checkpoint {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cp := make(Checkpoint, len(e.clusters))
+	for name, cs := range e.clusters {
+		if len(cs.launches) == 0 {
+			// Restored and no record of it replayed yet (or the stream
+			// lost them): the next launch still gets that number.
+			cp[name] = cs.restored
+			continue
+		}
+		ls := cs.launches[0]
+		cp[name] = LaunchMark{Pos: ls.pos, Num: ls.num}
+	}
+	return cp
+}
+
+// Restore prepares a new engine for a replay from cp (see Skip): each
+// cluster's launch counter is set so that the first launch the replay opens
+// gets the checkpoint's number, as it did the first time.
+//
+// earlier are the findings known from before (the stored ones): those of a
+// checkpoint cluster's launches older than its checkpoint launch are not
+// re-derived by the replay, so they are taken as they are; a later launch
+// that comes up healthy still resolves them. The others are left to the
+// replay.
+func (e *Engine) Restore(cp Checkpoint, earlier []Finding) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name, m := range cp {
+		e.clusters[name] = &clusterState{seq: m.Num - 1, restored: m}
+	}
+	byID := make(map[string]*Rule, len(e.rules))
+	for _, r := range e.rules {
+		byID[r.ID] = r
+	}
+	for _, f := range earlier {
+		m, ok := cp[f.Cluster]
+		if !ok || f.Launch >= m.Num {
+			continue
+		}
+		c := f
+		c.Nodes = append([]string(nil), f.Nodes...)
+		c.Evidence = append([]Evidence(nil), f.Evidence...)
+		c.RuledOut = append([]RuledOut(nil), f.RuledOut...)
+		e.findings[f.ID] = &c
+		r := byID[f.Rule]
+		if r == nil {
+			r = &Rule{Spec: Spec{ID: f.Rule}} // a rule removed since: explains nothing
+		}
+		e.ruleOf[f.ID] = r
+	}
+}
