@@ -39,6 +39,10 @@ type Engine struct {
 	findings map[string]*Finding
 	ruleOf   map[string]*Rule // finding id -> rule that raised it
 	errors   map[string]*ErrorStat
+
+	times      map[string]*RuleTime // per rule id (ruletime.go)
+	slowBudget time.Duration
+	slowReport func(rule string, took time.Duration, ev *parsers.Event)
 }
 
 // ErrorStat counts a rule's runtime expression errors (a condition calling
@@ -225,6 +229,7 @@ func NewEngine(rules []*Rule) *Engine {
 		findings: map[string]*Finding{},
 		ruleOf:   map[string]*Rule{},
 		errors:   map[string]*ErrorStat{},
+		times:    map[string]*RuleTime{},
 	}
 }
 
@@ -365,7 +370,9 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string, hits [
 			return
 		}
 		ref.seen = e.gen
+		start := time.Now()
 		vals, hit := ref.m.extract(ev, text, &e.memo)
+		e.timed(ref.r.ID, start, ev)
 		if len(vals) == 0 {
 			return
 		}
@@ -652,7 +659,9 @@ func (r *Rule) env(ls *launchState) map[string]any {
 
 func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.Event) *Finding {
 	env := r.env(ls)
+	start := time.Now()
 	ok, err := expr.Run(r.condition, env)
+	e.timed(r.ID, start, ev)
 	if err != nil {
 		e.countError(r.ID, err)
 		return nil

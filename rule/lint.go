@@ -91,6 +91,11 @@ func lintMatcher(ms MatchSpec, path string) []error {
 		errs = append(errs, ferr(path+".field", "unknown field %q (valid: %s; source-specific: %s)", ms.Field,
 			strings.Join(genericFields, ", "), strings.Join(parserFields, ", ")))
 	}
+	if ms.Regex != "" {
+		if err := lintRegexCost(ms.Regex, path+".regex"); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if ms.Note != "" {
 		if msg := noteProblem(ms.Note); msg != "" {
 			errs = append(errs, ferr(path+".note", "note %q %s", ms.Note, msg))

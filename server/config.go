@@ -38,6 +38,11 @@ type Config struct {
 	// default; negative: none).
 	SearchTimeout time.Duration
 
+	// RuleBudget is how long one matcher run or condition evaluation of a
+	// rule may take before it is logged (once a minute per rule) and
+	// counted as slow in /metrics (0: DefaultRuleBudget; negative: never).
+	RuleBudget time.Duration
+
 	// AckInterval bounds how long a message waits for the index before it
 	// is acknowledged (batched acks after an index flush).
 	AckInterval time.Duration
@@ -79,6 +84,10 @@ type Addrs struct {
 	HTTP string // host:port of the HTTP server, "" if disabled
 }
 
+// DefaultRuleBudget is serve's default --rule-budget: a rule this slow on
+// one line holds the engine to ~100 lines a second.
+const DefaultRuleBudget = 10 * time.Millisecond
+
 func (c *Config) defaults() {
 	if c.DataDir == "" {
 		c.DataDir = "./faultline-data"
@@ -91,6 +100,9 @@ func (c *Config) defaults() {
 	}
 	if c.AckInterval == 0 {
 		c.AckInterval = 200 * time.Millisecond
+	}
+	if c.RuleBudget == 0 {
+		c.RuleBudget = DefaultRuleBudget
 	}
 	if c.AckWait == 0 {
 		c.AckWait = 10 * time.Second

@@ -22,18 +22,36 @@ func newRegistry(engine *rule.Engine) *prometheus.Registry {
 // counter per rule: a rule that errs never fires, and an alert on this
 // counter is how a live deployment learns of it. It reads the engine's
 // counts at scrape time, so the engine's hot path does not change.
+//
+// With them, per rule, the time its matchers and condition took, how often
+// they ran and how often one run was over the slow budget: a rule that got
+// expensive shows by name.
 type ruleErrorCollector struct {
-	engine *rule.Engine
-	desc   *prometheus.Desc
+	engine                  *rule.Engine
+	desc                    *prometheus.Desc
+	seconds, evals, slowRun *prometheus.Desc
 }
 
 func newRuleErrorCollector(engine *rule.Engine) *ruleErrorCollector {
 	return &ruleErrorCollector{engine: engine, desc: prometheus.NewDesc("faultline_rule_errors_total",
 		"Runtime expression errors of a rule (its condition or a ruled_out failed to evaluate; the rule did not fire).",
-		[]string{"rule"}, nil)}
+		[]string{"rule"}, nil),
+		seconds: prometheus.NewDesc("faultline_rule_evaluation_seconds_total",
+			"Time a rule's matchers and condition took (the literal prefilter keeps most events from any rule).",
+			[]string{"rule"}, nil),
+		evals: prometheus.NewDesc("faultline_rule_matcher_runs_total",
+			"Matcher runs and condition evaluations of a rule.", []string{"rule"}, nil),
+		slowRun: prometheus.NewDesc("faultline_rule_slow_evaluations_total",
+			"Matcher runs or condition evaluations of a rule that took longer than serve's --rule-budget.",
+			[]string{"rule"}, nil)}
 }
 
-func (c *ruleErrorCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *ruleErrorCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.desc
+	ch <- c.seconds
+	ch <- c.evals
+	ch <- c.slowRun
+}
 
 func (c *ruleErrorCollector) Collect(ch chan<- prometheus.Metric) {
 	errs := c.engine.Errors()
@@ -51,7 +69,12 @@ func (c *ruleErrorCollector) Collect(ch chan<- prometheus.Metric) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	times := c.engine.RuleTimes()
 	for _, id := range ids {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(counts[id]), id)
+		t := times[id]
+		ch <- prometheus.MustNewConstMetric(c.seconds, prometheus.CounterValue, t.Total.Seconds(), id)
+		ch <- prometheus.MustNewConstMetric(c.evals, prometheus.CounterValue, float64(t.Evaluations), id)
+		ch <- prometheus.MustNewConstMetric(c.slowRun, prometheus.CounterValue, float64(t.Slow), id)
 	}
 }

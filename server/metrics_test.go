@@ -53,6 +53,24 @@ remediation: r
 	if len(got) != len(want) || got["broken"] != want["broken"] || got["fine"] != want["fine"] {
 		t.Errorf("faultline_rule_errors_total = %v, want %v", got, want)
 	}
+	// The time each rule took is there by name too: "fine" ran its matcher
+	// and its condition on each of the three lines.
+	runs, secs := map[string]float64{}, map[string]float64{}
+	for _, mf := range families {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				switch mf.GetName() {
+				case "faultline_rule_matcher_runs_total":
+					runs[l.GetValue()] = m.GetCounter().GetValue()
+				case "faultline_rule_evaluation_seconds_total":
+					secs[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if runs["fine"] != 6 || secs["fine"] <= 0 {
+		t.Errorf("rule fine: %v runs in %v s, want 6 runs in > 0 s", runs["fine"], secs["fine"])
+	}
 }
 
 // serve's /metrics carries the counter for every loaded rule.

@@ -80,6 +80,10 @@ func Run(ctx context.Context, cfg Config) error {
 		known:      map[string]rule.Finding{},
 		liveEvents: web.NewHub[*parsers.Event](1024), liveFindings: web.NewHub[rule.Finding](64),
 	}
+	s.engine.OnSlowRule(cfg.RuleBudget, func(id string, took time.Duration, ev *parsers.Event) {
+		s.log.Warn("rule over its time budget: one event took longer than --rule-budget (a costly regex or condition; see faultline_rule_evaluation_seconds_total)",
+			"rule", id, "took", took, "budget", cfg.RuleBudget, "node", ev.Node, "file", ev.File, "line", ev.Line)
+	})
 
 	natsURL := cfg.NATS.URL
 	var opts []nats.Option

@@ -47,6 +47,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.HTTPToken, "http-token", "", "require this bearer `TOKEN` on every HTTP request (set it when --http is not on localhost; default $FAULTLINE_HTTP_TOKEN)")
 	httpTokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this `FILE`")
 	fs.DurationVar(&cfg.SearchTimeout, "search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
+	fs.DurationVar(&cfg.RuleBudget, "rule-budget", server.DefaultRuleBudget, "log a rule (once a minute) when one of its matchers or its condition takes longer than this on one event (negative: never)")
 	fs.StringVar(&cfg.Webhook, "webhook", "", "POST findings to this `URL` as JSON with a text field (Slack-compatible)")
 	fs.StringArrayVar(&cfg.RuleDirs, "rules", nil, "watched `DIR` of rule files added to the built-in pack (repeatable)")
 	fs.BoolVar(&cfg.RulesOnly, "rules-only", false, "use only the rules from --rules")

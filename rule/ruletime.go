@@ -1,0 +1,62 @@
+package rule
+
+import (
+	"time"
+
+	"github.com/faultline/faultline/parsers"
+)
+
+// RuleTime is the time one rule's matchers and condition took, summed over
+// the events that reached them (the literal prefilter keeps most events
+// from any rule).
+type RuleTime struct {
+	Evaluations int64         // matcher runs and condition evaluations
+	Total       time.Duration // time they took
+	Max         time.Duration // the slowest single one
+	Slow        int64         // how many took longer than the slow budget
+
+	lastReport time.Time
+}
+
+// slowReportEvery is how often a rule over its budget is reported again.
+const slowReportEvery = time.Minute
+
+// RuleTimes returns, per rule id, the time its matchers and condition took.
+func (e *Engine) RuleTimes() map[string]RuleTime {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]RuleTime, len(e.times))
+	for k, v := range e.times {
+		out[k] = *v
+	}
+	return out
+}
+
+// OnSlowRule calls report when one matcher run or condition evaluation of a
+// rule takes longer than budget: at once, then at most once a minute per
+// rule. report runs with the engine locked and must not call it.
+func (e *Engine) OnSlowRule(budget time.Duration, report func(rule string, took time.Duration, ev *parsers.Event)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.slowBudget, e.slowReport = budget, report
+}
+
+// timed adds the time since start to rule's account.
+func (e *Engine) timed(rule string, start time.Time, ev *parsers.Event) {
+	took := time.Since(start)
+	rt := e.times[rule]
+	if rt == nil {
+		rt = &RuleTime{}
+		e.times[rule] = rt
+	}
+	rt.Evaluations++
+	rt.Total += took
+	rt.Max = max(rt.Max, took)
+	if e.slowBudget > 0 && took > e.slowBudget {
+		rt.Slow++
+		if now := time.Now(); e.slowReport != nil && now.Sub(rt.lastReport) >= slowReportEvery {
+			rt.lastReport = now
+			e.slowReport(rule, took, ev)
+		}
+	}
+}
