@@ -40,6 +40,9 @@ type Query struct {
 	// over the whole index's time span when those are unset.
 	Histogram int  `json:"histogram,omitempty"`
 	Highlight bool `json:"highlight,omitempty"`
+	// After is the Next cursor of the previous page: the page after it,
+	// however deep (From must be 0 with it).
+	After string `json:"after,omitempty"`
 }
 
 // Hit is one event found.
@@ -93,6 +96,9 @@ type Result struct {
 	Histogram []Bucket               `json:"histogram,omitempty"`
 	// Errors of shards that failed; the other shards' hits are still there.
 	Errors []string `json:"errors,omitempty"`
+	// Next is the cursor of the page after this one (Query.After); empty
+	// on the last page.
+	Next string `json:"next,omitempty"`
 }
 
 // FacetFields are the fields Query.Facets counts.
@@ -238,21 +244,30 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	size = min(size, 10000)
 	from := max(q.From, 0)
 	if from+size > MaxResultWindow {
-		return Result{}, fmt.Errorf("%w: from %d + size %d is past the first %d hits; narrow the query (a time range, filters) instead",
+		return Result{}, fmt.Errorf("%w: from %d + size %d is past the first %d hits; page on with after=CURSOR (the next value of the previous page), or narrow the query (a time range, filters)",
 			ErrTooDeep, from, size, MaxResultWindow)
 	}
 	var sortBy []string
 	switch q.Sort {
-	// No _id tie-breaker (an ID lookup per hit): pages in time order break
-	// ties by shard and index order (searchPage), then by line (sortTies).
+	// No _id tie-breaker (an ID lookup per hit): pages in time order put
+	// only the ties at their edges in ID order (canonical).
 	case "", "-time":
 		sortBy = []string{"-" + FieldTimeSort}
 	case "time":
 		sortBy = []string{FieldTimeSort}
 	case "score":
-		sortBy = []string{"-_score", "-" + FieldTimeSort}
+		sortBy = []string{"-_score", "-" + FieldTimeSort, "_id"}
 	default:
 		return Result{}, fmt.Errorf("search: bad sort %q (want -time, time or score)", q.Sort)
+	}
+	var after *cursor
+	if q.After != "" {
+		if from > 0 {
+			return Result{}, fmt.Errorf("%w: from and after together (after already says where the page starts)", ErrBadCursor)
+		}
+		if after, err = decodeCursor(q.After, q); err != nil {
+			return Result{}, err
+		}
 	}
 	// A page in time order is found apart from the count (see timePage):
 	// the first request only counts.
@@ -260,6 +275,8 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	req := x.request(bq, q, size, from, sortBy)
 	if byTime {
 		req.Size, req.From, req.Sort = 0, 0, nil
+	} else if after != nil && size > 0 {
+		req.SearchAfter = after.searchAfter()
 	}
 	var buckets []Bucket
 	if q.Histogram > 0 {
@@ -290,17 +307,38 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	if q.Facets || len(buckets) > 0 {
 		wg.Go(func() { facets, facetsErr = x.facetsAndHistogram(ctx, q, bq, sr.Total, buckets) })
 	}
-	page := sr
-	if byTime {
-		page, err = x.timePage(ctx, q, bq, sr.Total, size, from, sortBy)
+	var hits []Hit
+	switch {
+	case byTime && after != nil:
+		hits, err = x.afterPage(ctx, q, bq, after, size, sortBy)
+	case byTime:
+		var page *bleve.SearchResult
+		if page, err = x.timePage(ctx, q, bq, sr.Total, size, from, sortBy); err == nil {
+			hits, err = x.canonical(ctx, q, bq, sr.Total, hitsOf(page.Hits), from)
+		}
+	default:
+		hits = hitsOf(sr.Hits)
 	}
 	wg.Wait()
 	if err = cmp.Or(err, facetsErr); err != nil {
 		return Result{}, err
 	}
-	res := Result{Total: sr.Total, Hits: make([]Hit, 0, len(page.Hits)), Facets: facets}
-	for _, dm := range page.Hits {
-		res.Hits = append(res.Hits, hitFromMatch(dm))
+	if hits == nil {
+		hits = []Hit{}
+	}
+	res := Result{Total: sr.Total, Hits: hits, Facets: facets}
+	if n := len(hits); n > 0 && n == size {
+		before := from
+		if after != nil {
+			before = after.N
+		}
+		if before+n < int(sr.Total) {
+			if byTime {
+				res.Next = timeCursor(q, hits, before+n).encode()
+			} else {
+				res.Next = scoreCursor(q, sr.Hits[n-1], before+n).encode()
+			}
+		}
 	}
 	if byTime {
 		sortTies(res.Hits, q.Sort != "time")
