@@ -30,6 +30,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/mapping"
 
+	"github.com/faultline/faultline/internal/atomicfile"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/rule"
 )
@@ -360,21 +361,8 @@ func mustJSON(v any) []byte {
 	return append(b, '\n')
 }
 
-// writeFileAtomic writes via a temporary file and a rename, so a reader
-// never sees half a file.
+// writeFileAtomic writes via a temporary file, fsync and a rename, so a
+// reader never sees half a file and a crash does not lose it.
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, data, 0o600)
 }

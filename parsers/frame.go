@@ -115,6 +115,42 @@ func NewDecoder(f Format) *Decoder {
 // Format returns the decoder's format (FormatAuto until the first Decode).
 func (d *Decoder) Format() Format { return d.format }
 
+// LineLimit is the long-line policy, the same for every reader: the raw
+// bytes of one physical line that are kept (after the format is known). A
+// longer line is cut there, the rest counted, and its text ends in
+// " …[truncated N bytes]". The offline Reader and the shipper's tailer both
+// keep this many bytes of a line and hand the count of the others to
+// DecodeCut, so a long line gives the same text live and offline.
+func (d *Decoder) LineLimit() int {
+	switch d.format {
+	case FormatDockerJSON:
+		// A json-file record holds at most 16 KiB of text, escaped up to
+		// six times: a valid record is never near this. Long lines come
+		// as 16 KiB partials, reassembled up to maxLineBytes.
+		return max(d.maxLineBytes, 256<<10)
+	case FormatCRI:
+		return d.maxLineBytes + 64 // the "<time> <stream> <tag> " header
+	}
+	return d.maxLineBytes
+}
+
+// Detect sets the format from a file's first bytes if it is still
+// FormatAuto (a reader calls it before LineLimit, which depends on it).
+func (d *Decoder) Detect(head []byte) Format {
+	if d.format == FormatAuto && len(head) > 0 {
+		d.format = DetectFormat(head)
+	}
+	return d.format
+}
+
+// DecodeCut is Decode of a line of which only the head raw was kept:
+// dropped more bytes of it (newline excluded) were skipped by the caller.
+// raw longer than LineLimit is cut here, so a caller may also pass a whole
+// long line.
+func (d *Decoder) DecodeCut(raw []byte, offset, size int64, num int, dropped int64) (Line, bool, error) {
+	return d.decode(raw, offset, size, num, dropped)
+}
+
 // Decode frames one physical line. raw is the line's bytes (a trailing "\n"
 // is allowed and ignored), offset/size/num locate it in the file (size counts
 // every byte of the file the line consumed, newline included). It returns
@@ -132,6 +168,10 @@ func (d *Decoder) decode(raw []byte, offset, size int64, num int, rawDropped int
 	if d.format == FormatAuto {
 		d.format = DetectFormat(raw)
 	}
+	if lim := d.LineLimit(); len(raw) > lim {
+		rawDropped += int64(len(raw) - lim)
+		raw = raw[:lim]
+	}
 	switch d.format {
 	case FormatDockerJSON:
 		if rawDropped > 0 {
@@ -140,10 +180,6 @@ func (d *Decoder) decode(raw []byte, offset, size int64, num int, rawDropped int
 		return d.decodeJSON(raw, offset, size, num)
 	case FormatCRI:
 		return d.decodeCRI(raw, offset, size, num, rawDropped)
-	}
-	if len(raw) > d.maxLineBytes {
-		rawDropped += int64(len(raw) - d.maxLineBytes)
-		raw = raw[:d.maxLineBytes]
 	}
 	return Line{Offset: offset, Size: size, Num: num, Text: d.finish(raw, rawDropped)}, true, nil
 }

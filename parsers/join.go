@@ -20,7 +20,18 @@ type JoinOptions struct {
 	MaxRecordBytes int              // text bytes of one record (default DefaultMaxRecordBytes)
 	MaxRecordLines int              // physical lines of one record (default DefaultMaxRecordLines)
 	Now            func() time.Time // clock for FlushIdle (default time.Now)
+	// HoldOpen is how long FlushIdle keeps a record that is inside a
+	// traceback (after its header or a frame, before the exception line:
+	// more must come) although its writer went quiet; default
+	// DefaultHoldOpen. Only when a writer is quiet longer than this is such
+	// a record split, and a continuation after it starts a record of its own.
+	HoldOpen time.Duration
 }
+
+// DefaultHoldOpen: a Python traceback printed line by line by a slow or
+// stalled writer is still joined as it is offline; a process that died
+// mid-traceback delays its record by this much.
+const DefaultHoldOpen = 5 * time.Second
 
 // A pending record older than staleLines Adds is closed: nothing continues a
 // record after thousands of other lines, and this bounds what a Joiner holds
@@ -157,6 +168,9 @@ func NewJoiner(o Origin, opts JoinOptions, emit func(Record)) *Joiner {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.HoldOpen <= 0 {
+		opts.HoldOpen = DefaultHoldOpen
 	}
 	j := &Joiner{origin: o, opts: opts, emitFn: emit, pending: make(map[joinKey]*pendingRecord)}
 	j.idBuf = append(j.idBuf, o.Node...)
@@ -353,10 +367,29 @@ func (j *Joiner) Flush() {
 
 // FlushIdle emits the pending records whose last line was added idle or
 // longer ago (by JoinOptions.Now), in file order. A tailer calls it
-// periodically so that the last record of a quiet file is not held forever.
+// periodically so that the last record of a quiet writer is not held
+// forever. Only a writer's last record is ever pending (a line that does not
+// continue it closes it at once), and whether a line continues a record
+// depends on its content alone, never on the pause before it: a record that
+// expects more (inside a traceback) is kept HoldOpen, so a slow writer's
+// traceback is one record live as offline.
 func (j *Joiner) FlushIdle(idle time.Duration) {
-	cut := j.now().Add(-idle)
-	j.closeWhere(func(p *pendingRecord) bool { return !p.last.After(cut) })
+	now := j.now()
+	cut := now.Add(-idle)
+	holdCut := now.Add(-max(idle, j.opts.HoldOpen))
+	j.closeWhere(func(p *pendingRecord) bool {
+		if p.expectsMore() {
+			return !p.last.After(holdCut)
+		}
+		return !p.last.After(cut)
+	})
+}
+
+// expectsMore reports whether the record cannot be complete yet: a
+// traceback header or frame, or a chain marker, is always followed by more
+// lines (the exception line at least).
+func (p *pendingRecord) expectsMore() bool {
+	return p.state == recTraceback || p.state == recChain
 }
 
 // PendingOffset reports the lowest file offset of a line still held in a

@@ -4,13 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 )
 
 // ReaderOptions configure a Reader. The zero value reads a file from its
@@ -86,18 +83,6 @@ func (r *Reader) Offset() int64 { return r.offset }
 // reassembly (a tailer may persist offsets only below it).
 func (r *Reader) PendingOffset() (int64, bool) { return r.dec.PendingOffset() }
 
-func (r *Reader) rawLimit() int {
-	if r.dec.format == FormatDockerJSON {
-		// A json-file record holds at most 16 KiB of text, escaped up to
-		// six times: a valid record is never near this.
-		return max(r.opts.MaxLineBytes, 256<<10)
-	}
-	if r.dec.format == FormatCRI {
-		return r.opts.MaxLineBytes + 64 // the "<time> <stream> <tag> " header
-	}
-	return r.opts.MaxLineBytes
-}
-
 func (r *Reader) warn(err error) {
 	if err != nil && r.opts.Warn != nil {
 		r.opts.Warn(err)
@@ -127,7 +112,7 @@ func (r *Reader) Next() (Line, error) {
 		if r.dec.format == FormatAuto {
 			r.dec.format = DetectFormat(head)
 		}
-		r.rawCap = r.rawLimit()
+		r.rawCap = r.dec.LineLimit()
 	}
 	for {
 		slice, err := r.br.ReadSlice('\n')
@@ -227,8 +212,9 @@ func (r *Reader) emit(raw []byte, size, dropped int64) (Line, bool) {
 // them into records and calls emit for each. o.File and o.FileID are filled
 // in when empty. Problems with the content go to warn (prefixed with the
 // path); only failing to open or read the file is an error. Gzip-compressed
-// files (rotated json-file logs) are decompressed transparently; offsets are
-// then those of the decompressed bytes.
+// files (rotated json-file logs, told by their magic bytes, not their name)
+// are decompressed transparently; offsets are then those of the decompressed
+// bytes.
 func ReadFile(path string, o Origin, emit func(Record), warn func(error)) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -244,8 +230,7 @@ func ReadFile(path string, o Origin, emit func(Record), warn func(error)) error 
 		}
 	}
 	var in io.Reader = f
-	var magic [2]byte
-	if n, _ := f.ReadAt(magic[:], 0); n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	if FileIsGzip(f) {
 		zr, err := gzip.NewReader(f)
 		if err != nil {
 			return fmt.Errorf("read log %s: %w", path, err)
@@ -274,39 +259,4 @@ func ReadFile(path string, o Origin, emit func(Record), warn func(error)) error 
 	}
 	j.Flush()
 	return nil
-}
-
-// FileIdentity returns "dev:ino:hex16": the file's device and inode, which
-// survive a rename (Docker's rotation renames the active file), and the first
-// 16 hex digits of the SHA-256 of its first line (at most 4 KiB, without the
-// newline), which tell a recreated file that reuses an inode from the old one.
-func FileIdentity(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("file identity: %w", err)
-	}
-	defer f.Close()
-	return fileIdentity(f)
-}
-
-func fileIdentity(f *os.File) (string, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("file identity: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return "", fmt.Errorf("file identity of %s: no device/inode on this platform", f.Name())
-	}
-	head := make([]byte, frameHeadSize)
-	n, err := f.ReadAt(head, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("file identity of %s: %w", f.Name(), err)
-	}
-	head = head[:n]
-	if i := bytes.IndexByte(head, '\n'); i >= 0 {
-		head = head[:i]
-	}
-	sum := sha256.Sum256(head)
-	return fmt.Sprintf("%d:%d:%s", uint64(st.Dev), st.Ino, hex.EncodeToString(sum[:8])), nil
 }

@@ -10,7 +10,6 @@ import (
 	"compress/gzip"
 	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -83,7 +82,7 @@ func Expand(inputs []Input) ([]File, error) {
 			if node == "" {
 				node = nodeFromFile(in.Path)
 			}
-			out = append(out, File{Path: in.Path, Node: node, Container: containerOf(in.Path)})
+			out = append(out, File{Path: in.Path, Node: node, Container: parsers.ContainerOf(in.Path)})
 			continue
 		}
 		root := filepath.Clean(in.Path)
@@ -111,7 +110,7 @@ func Expand(inputs []Input) ([]File, error) {
 					node = filepath.Base(root)
 				}
 			}
-			files = append(files, File{Path: p, Node: node, Container: containerOf(p)})
+			files = append(files, File{Path: p, Node: node, Container: parsers.ContainerOf(p)})
 			return nil
 		})
 		if err != nil {
@@ -135,23 +134,6 @@ func nodeFromFile(p string) string {
 		return "node"
 	}
 	return base
-}
-
-// containerOf names the container a Docker json-file log belongs to: from
-// config.v2.json beside it (Docker's data root), else from a
-// "<name>-json.log" file name.
-func containerOf(p string) string {
-	base := filepath.Base(p)
-	if !strings.Contains(base, "-json.log") {
-		return ""
-	}
-	if data, err := os.ReadFile(filepath.Join(filepath.Dir(p), "config.v2.json")); err == nil {
-		var cfg struct{ Name string }
-		if json.Unmarshal(data, &cfg) == nil && cfg.Name != "" {
-			return strings.TrimPrefix(cfg.Name, "/")
-		}
-	}
-	return base[:strings.Index(base, "-json.log")]
 }
 
 // Options configure Replay.
@@ -261,6 +243,8 @@ type cursor struct {
 	lines   int
 	records int
 	last    time.Time // time of the previous event, for events that have none
+	times   parsers.TimeFill
+	read    time.Time // the file's modification time: when its records were "read"
 	head    parsers.Event
 	key     time.Time
 	warn    func(error)
@@ -270,20 +254,22 @@ func openCursor(pool *filePool, f File, idx int, cluster string, warn func(error
 	c := &cursor{idx: idx, file: f}
 	var r io.Reader
 	id := f.Path
+	var gz bool
 	if f.Data != nil {
 		r = bytes.NewReader(f.Data)
+		gz = parsers.IsGzip(f.Data)
 	} else {
 		// Opened for the identity, closed at once: the pool opens it
 		// again when it is read.
-		fid, err := parsers.FileIdentity(f.Path)
+		fid, isGz, mtime, err := identify(f.Path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.Path, err)
 		}
-		id = fid
+		id, gz, c.read = fid, isGz, mtime
 		lf := pool.file(f.Path)
 		c.f, r = lf, lf
 	}
-	if strings.HasSuffix(f.Path, ".gz") {
+	if gz { // told by content, not by a ".gz" name
 		gz, err := gzip.NewReader(r)
 		if err != nil {
 			c.close()
@@ -361,6 +347,9 @@ func (c *cursor) advance() bool {
 		c.key = c.head.Time
 		c.last = c.head.Time
 	}
+	// After the merge key: a record given a time keeps its place in its
+	// file, as before; its time is the one the shipper gives it live.
+	c.times.Event(&c.head, c.read)
 	return true
 }
 
@@ -422,4 +411,24 @@ func SortFiles(files []File) {
 		}
 		return files[i].Path < files[j].Path
 	})
+}
+
+// identify opens path once for its identity (parsers.Identify, the one the
+// shipper uses), whether it is gzip-compressed (by its magic bytes) and its
+// modification time.
+func identify(path string) (string, bool, time.Time, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, time.Time{}, fmt.Errorf("file identity: %w", err)
+	}
+	defer f.Close()
+	id, err := parsers.Identify(f)
+	if err != nil && !errors.Is(err, parsers.ErrNoFirstLine) {
+		return "", false, time.Time{}, err
+	}
+	var mtime time.Time
+	if fi, err := f.Stat(); err == nil {
+		mtime = fi.ModTime().UTC()
+	}
+	return id.String(), parsers.FileIsGzip(f), mtime, nil
 }

@@ -1,0 +1,158 @@
+package parsers
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A traceback whose lines come far apart, with the idle flush running
+// between every two lines, is still one record: only its end (the
+// exception line) lets the quiet time close it.
+func TestJoinerSlowTracebackIsOneRecord(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var recs []Record
+	j := NewJoiner(Origin{}, JoinOptions{Now: func() time.Time { return now }}, func(r Record) { recs = append(recs, r) })
+	text := "Traceback (most recent call last):\n" +
+		"  File \"/app/main.py\", line 3, in <module>\n" +
+		"    main()\n" +
+		"ValueError: bad value\n"
+	for _, l := range plainLines(text) {
+		j.Add(l)
+		now = now.Add(200 * time.Millisecond) // 4x the shipper's 50 ms quiet time
+		j.FlushIdle(50 * time.Millisecond)
+	}
+	if len(recs) != 1 || recs[0].Lines != 4 || recs[0].Text != strings.TrimSuffix(text, "\n") {
+		t.Fatalf("records: %+v", recs)
+	}
+}
+
+// The offline Reader and a tailer that splits lines itself and keeps only
+// the head of a long line (as the shipper does) get the same Line: one
+// long-line policy, one truncation marker.
+func TestLongLineSameLiveAndOffline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		line string
+	}{
+		{"plain", strings.Repeat("x", 3<<19)},
+		{"cri", "2025-01-01T00:00:00.000000001Z stdout F " + strings.Repeat("y", 3<<19)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := "first line\n" + tc.line + "\nlast line\n"
+			if tc.name == "cri" {
+				data = "2025-01-01T00:00:00Z stdout F first line\n" + tc.line + "\n2025-01-01T00:00:01Z stdout F last line\n"
+			}
+			r := NewReader(strings.NewReader(data), ReaderOptions{EOFIsEnd: true})
+			var offline []Line
+			for {
+				l, err := r.Next()
+				if err != nil {
+					break
+				}
+				offline = append(offline, l)
+			}
+			// The tailer: keeps LineLimit bytes of each line, counts the rest.
+			d := NewDecoder(FormatAuto)
+			d.Detect([]byte(data))
+			var live []Line
+			off := int64(0)
+			for i, raw := range strings.SplitAfter(data, "\n") {
+				if raw == "" {
+					continue
+				}
+				head, dropped := []byte(raw), int64(0)
+				if lim := d.LineLimit(); len(head)-1 > lim {
+					dropped = int64(len(head) - 1 - lim)
+					head = head[:lim]
+				}
+				l, ok, _ := d.DecodeCut(head, off, int64(len(raw)), i+1, dropped)
+				if ok {
+					live = append(live, l)
+				}
+				off += int64(len(raw))
+			}
+			if len(offline) != 3 || len(live) != 3 {
+				t.Fatalf("lines: offline %d, live %d", len(offline), len(live))
+			}
+			for i := range live {
+				if live[i] != offline[i] {
+					t.Errorf("line %d differs: live %d bytes %q..., offline %d bytes %q...", i, len(live[i].Text), tail(live[i].Text), len(offline[i].Text), tail(offline[i].Text))
+				}
+			}
+			if !strings.Contains(live[1].Text, " …[truncated ") || len(live[1].Text) > DefaultMaxLineBytes+40 {
+				t.Errorf("long line not cut with a marker: %d bytes, ends %q", len(live[1].Text), tail(live[1].Text))
+			}
+		})
+	}
+}
+
+func tail(s string) string { return s[max(0, len(s)-40):] }
+
+// A gzip file is told by its content: without ".gz" in its name it is
+// decompressed, and its identity fingerprints the decompressed first line
+// (the shipper's key for a compressed rotation of a file it read).
+func TestGzipByMagicAndIdentity(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "app.log")
+	packed := filepath.Join(dir, "app.log.1")
+	content := "2025-01-01 10:00:00,000 INFO first\nsecond\n"
+	if err := os.WriteFile(plain, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(content))
+	zw.Close()
+	if err := os.WriteFile(packed, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	if err := ReadFile(packed, Origin{Node: "n"}, func(r Record) { texts = append(texts, r.Text) }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(texts, "|") != "2025-01-01 10:00:00,000 INFO first|second" {
+		t.Fatalf("gzip without .gz read as %q", texts)
+	}
+	a, err := FileIdentity(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := FileIdentity(packed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp := func(s string) string { return s[strings.LastIndexByte(s, ':')+1:] }; fp(a) != fp(z) {
+		t.Errorf("fingerprints differ: %s (plain) vs %s (gzip)", a, z)
+	}
+}
+
+// Records without a time of their own take the previous time of their
+// process, else the read time; records with a container time are left alone.
+func TestTimeFill(t *testing.T) {
+	read := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var f TimeFill
+	recs := []Record{
+		{Text: "ip-10-0-0-1:77:77 [0] NCCL INFO Bootstrap : Using eth0"}, // nothing before: read time
+		{Text: "(RayWorkerWrapper pid=9) INFO 03-01 11:59:58 [worker.py:1] Loading"},
+		{Text: "(RayWorkerWrapper pid=9) ip-10-0-0-1:9:9 [0] NCCL INFO Channel 00"}, // that process's time
+		{Text: "(RayWorkerWrapper pid=8) print output"},                             // another process: read time
+		{Text: "no time", Time: read.Add(-time.Hour)},                               // container time kept
+	}
+	for i := range recs {
+		f.Record(&recs[i], read)
+	}
+	want := []time.Time{read, {}, time.Date(2026, 3, 1, 11, 59, 58, 0, time.UTC), read, read.Add(-time.Hour)}
+	for i, r := range recs {
+		if !r.Time.Equal(want[i]) {
+			t.Errorf("record %d %q: time %v, want %v", i, r.Text, r.Time, want[i])
+		}
+		if ev := Parse(r); ev.Time.IsZero() {
+			t.Errorf("record %d %q: no time after Parse", i, r.Text)
+		}
+	}
+}
