@@ -1,5 +1,6 @@
 // Package report renders findings for people (terminal text) and machines
-// (one JSON object per line). diagnose, serve and search share it.
+// (one JSON object per line). diagnose, serve and search share it; the
+// human and JSON-lines sinks of package sink write with it.
 package report
 
 import (
@@ -36,7 +37,16 @@ func JSON(w io.Writer, findings []rule.Finding) error {
 // severity, each followed by the findings it explains, then the findings
 // that a later healthy launch resolved.
 func Text(w io.Writer, findings []rule.Finding) {
+	TextWithRoots(w, findings, nil)
+}
+
+// TextWithRoots is Text for a part of the findings (a live update): the
+// root causes of consequences that are not among them come from roots.
+func TextWithRoots(w io.Writer, findings []rule.Finding, roots map[string]rule.Finding) {
 	byID := map[string]rule.Finding{}
+	for id, f := range roots {
+		byID[id] = f
+	}
 	for _, f := range findings {
 		byID[f.ID] = f
 	}

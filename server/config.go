@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/shipper"
+	"github.com/faultline/faultline/sink"
 )
 
 // Config is everything Run needs. Zero values take the defaults of defaults.
@@ -37,6 +38,11 @@ type Config struct {
 	// SearchTimeout bounds each search of the HTTP API (0: the index's
 	// default; negative: none).
 	SearchTimeout time.Duration
+
+	// Sinks receive every new or changed finding after serve's own (the
+	// webhook outbox, the store, the terminal, NATS, the UI's live stream),
+	// e.g. a JSON-lines file; the caller closes them after Run.
+	Sinks []sink.Sink
 
 	// RuleBudget is how long one matcher run or condition evaluation of a
 	// rule may take before it is logged (once a minute per rule) and

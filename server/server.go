@@ -24,8 +24,8 @@ import (
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/version"
 	"github.com/faultline/faultline/parsers"
-	"github.com/faultline/faultline/report"
 	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/sink"
 	"github.com/faultline/faultline/web"
 	"github.com/faultline/faultline/wire"
 )
@@ -56,8 +56,8 @@ type server struct {
 	badMessages atomic.Int64
 	cons        atomic.Value // jetstream.Consumer, once created
 
-	mu    sync.Mutex
-	known map[string]rule.Finding // last announced version of each finding
+	// announcer passes new and changed findings on to the sinks (sinks.go).
+	announcer *sink.Changes
 
 	// Live feeds of the web UI (Server-Sent Events); Publish never blocks.
 	liveEvents   *web.Hub[*parsers.Event]
@@ -77,7 +77,6 @@ func Run(ctx context.Context, cfg Config) error {
 	s := &server{
 		cfg: cfg, log: cfg.Log, engine: rule.NewEngine(rules),
 		seen: newSeenSet(1 << 18), acks: make(chan jetstream.Msg, 4096),
-		known:      map[string]rule.Finding{},
 		liveEvents: web.NewHub[*parsers.Event](1024), liveFindings: web.NewHub[rule.Finding](64),
 	}
 	s.engine.OnSlowRule(cfg.RuleBudget, func(id string, took time.Duration, ev *parsers.Event) {
@@ -138,11 +137,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("index: %w", err)
 	}
 	defer s.idx.Close()
-	for _, f := range s.idx.Findings() {
-		s.known[f.ID] = f
-	}
-
 	s.hook = newWebhook(cfg.Webhook, cfg.WebhookBackoff, s.log)
+	s.announcer = s.newSinks()
 
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
@@ -354,74 +350,6 @@ func (s *server) ackLoop(ctx context.Context) {
 			flush()
 		}
 	}
-}
-
-// announce stores, prints, publishes and posts each finding that is new or
-// changed since it was last announced (also across restarts: the last
-// announced versions are the stored findings).
-func (s *server) announce(fs []rule.Finding) {
-	for _, f := range fs {
-		s.mu.Lock()
-		old, ok := s.known[f.ID]
-		if ok && old.Status == f.Status && old.ExplainedBy == f.ExplainedBy && f.Updates <= old.Updates {
-			s.mu.Unlock()
-			continue
-		}
-		s.known[f.ID] = f
-		root := s.known[f.ExplainedBy]
-		s.mu.Unlock()
-
-		// Into the outbox before it is stored as announced: a crash in
-		// between announces it again after the restart (the outbox drops
-		// the same version twice), never not at all.
-		s.hook.enqueue(f)
-		if err := s.idx.PutFindings([]rule.Finding{f}); err != nil {
-			s.log.Error("store finding", "id", f.ID, "err", err)
-		}
-		s.print(f, old, ok, root)
-		if b, err := json.Marshal(f); err == nil {
-			if err := s.nc.Publish(wire.FindingsSubject(f.Cluster, f.Severity), b); err != nil {
-				s.log.Warn("publish finding", "id", f.ID, "err", err)
-			}
-		}
-		if s.liveFindings != nil {
-			s.liveFindings.Publish(f)
-		}
-	}
-}
-
-// print writes a full block for a finding the first time it is announced,
-// and one short line for every later change (what changed, how much
-// evidence), so a terminal shows each finding once, however many lines
-// prove it; the UI and /api/findings have its latest full text.
-func (s *server) print(f, old rule.Finding, seen bool, root rule.Finding) {
-	if !seen {
-		report.Block(s.cfg.Stdout, f, root)
-		return
-	}
-	var what []string
-	if old.Status != f.Status {
-		what = append(what, "now "+f.Status)
-	}
-	if old.Severity != f.Severity {
-		what = append(what, "severity "+f.Severity+" (was "+old.Severity+")")
-	}
-	if old.Confidence != f.Confidence {
-		what = append(what, "confidence "+f.Confidence+" (was "+old.Confidence+")")
-	}
-	if !slices.Equal(old.Nodes, f.Nodes) {
-		what = append(what, "nodes "+strings.Join(f.Nodes, ", "))
-	}
-	for _, r := range f.RuledOut {
-		if !slices.ContainsFunc(old.RuledOut, func(o rule.RuledOut) bool { return o.Cause == r.Cause }) {
-			what = append(what, "ruled out "+r.Cause)
-		}
-	}
-	if old.Summary != f.Summary {
-		what = append(what, "summary updated")
-	}
-	what = append(what, fmt.Sprintf("%d evidence record(s), update %d", len(f.Evidence), f.Updates))
-	fmt.Fprintf(s.cfg.Stdout, "  ↻ %s [%s] %s: %s\n", f.Cause, f.Severity, f.ID, strings.Join(what, "; "))
 }
 
 // findings returns the stored findings (root causes first).

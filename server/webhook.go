@@ -1,12 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/sink"
 )
 
 // The webhook's outbox is a JetStream work-queue stream: a finding version
@@ -34,12 +34,14 @@ const (
 	maxBackoff = time.Minute
 )
 
-// webhook posts findings to a Slack-compatible endpoint through the outbox.
+// webhook posts findings to a Slack-compatible endpoint through the outbox:
+// serve's webhook sink (Announce queues, run delivers). Its body and post
+// are sink.Poster's, as the direct webhook of diagnose and ingest.
 type webhook struct {
 	url     string
 	backoff time.Duration
 	log     *slog.Logger
-	client  *http.Client
+	poster  sink.Poster
 	js      jetstream.JetStream
 	cons    jetstream.Consumer
 
@@ -50,17 +52,28 @@ type webhook struct {
 	failing string            // last delivery error, logged once per change
 }
 
-// payload is what is POSTed: `text` for Slack-style endpoints, and the whole
-// finding (the diagnose --json schema) for machines.
-type payload struct {
-	Text    string       `json:"text"`
-	Finding rule.Finding `json:"finding"`
-}
+// payload is what is POSTed (the tests decode it).
+type payload = sink.Payload
 
 func newWebhook(url string, backoff time.Duration, log *slog.Logger) *webhook {
 	return &webhook{url: url, backoff: backoff, log: log,
-		client: &http.Client{Timeout: 10 * time.Second}, posted: map[string]uint64{}}
+		poster: sink.Poster{URL: url}, posted: map[string]uint64{}}
 }
+
+// Announce queues the findings in the outbox; it returns once the server
+// stored them (or failed to: that is logged, and the error returned).
+func (w *webhook) Announce(_ context.Context, fs []rule.Finding) error {
+	var errs []error
+	for _, f := range fs {
+		if err := w.enqueue(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close: the outbox is JetStream's; nothing to release here.
+func (w *webhook) Close() error { return nil }
 
 // open makes sure the outbox stream and its consumer exist.
 func (w *webhook) open(ctx context.Context, js jetstream.JetStream) error {
@@ -102,21 +115,22 @@ func (w *webhook) open(ctx context.Context, js jetstream.JetStream) error {
 
 // enqueue puts a finding version in the outbox; it returns once the server
 // stored it.
-func (w *webhook) enqueue(f rule.Finding) {
+func (w *webhook) enqueue(f rule.Finding) error {
 	if w.url == "" || w.js == nil {
-		return
+		return nil
 	}
 	b, err := json.Marshal(f)
 	if err != nil {
-		w.log.Error("webhook encode", "id", f.ID, "err", err)
-		return
+		return fmt.Errorf("webhook outbox: encode %s: %w", f.ID, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	id := fmt.Sprintf("%s/%d/%s/%s", f.ID, f.Updates, f.Status, f.ExplainedBy)
 	if _, err := w.js.Publish(ctx, outboxSubject, b, jetstream.WithMsgID(id)); err != nil {
 		w.log.Error("webhook outbox: finding not queued for delivery", "id", f.ID, "err", err)
+		return fmt.Errorf("webhook outbox: queue %s: %w", f.ID, err)
 	}
+	return nil
 }
 
 // run delivers the outbox until ctx ends.
@@ -182,11 +196,7 @@ func (w *webhook) deliver(ctx context.Context, msgs []jetstream.Msg) {
 					m.InProgress()
 				}
 			}
-			body, err := json.Marshal(payload{Text: alertText(v.f), Finding: v.f})
-			if err == nil {
-				err = w.post(ctx, body)
-			}
-			if err != nil {
+			if err := w.poster.Post(ctx, v.f); err != nil {
 				w.failures.Add(1)
 				w.setFailing(err)
 				delay := w.backoff << min(v.n-1, 16)
@@ -235,39 +245,6 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-}
-
-func (w *webhook) post(ctx context.Context, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("status %s", resp.Status)
-	}
-	return nil
-}
-
-// alertText is the one-message summary a chat shows.
-func alertText(f rule.Finding) string {
-	s := fmt.Sprintf("[%s] %s (%s, cluster %s", f.Severity, f.Title, f.Cause, f.Cluster)
-	if f.Status != "" && f.Status != "active" {
-		s += ", " + f.Status
-	}
-	s += ")"
-	if f.Summary != "" {
-		s += "\n" + f.Summary
-	}
-	if f.Remediation != "" {
-		s += "\nFix: " + f.Remediation
-	}
-	return s
 }
 
 // outboxCollector reads how many finding versions wait in the outbox at

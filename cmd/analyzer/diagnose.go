@@ -5,18 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 
 	"github.com/faultline/faultline/internal/gctune"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
-	"github.com/faultline/faultline/report"
 	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/sink"
 )
 
 const maxWarningsShown = 20
@@ -25,14 +27,18 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	fs := pflag.NewFlagSet("diagnose", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: analyzer diagnose [--json] [--rules DIR] [--fail-on SEVERITY] PATH|NODE=PATH|- ...\n\n"+
+		fmt.Fprintln(stderr, "usage: analyzer diagnose [--json] [--rules DIR] [--fail-on SEVERITY] [--webhook URL] PATH|NODE=PATH|- ...\n\n"+
 			"Diagnose a failed launch from collected logs. Files may be plain, Docker json-file, CRI\n"+
 			"or gzip-compressed logs. A folder holds one subfolder per node (spark-1/, spark-2/);\n"+
 			"files directly in a folder are one node named after the folder, so give loose files\n"+
 			"of several nodes as NODE=PATH (spark-1=head.log spark-2=worker.log). - (or NODE=-)\n"+
 			"reads a log from standard input. The same file given twice is read once.\n\n"+
+			"The findings go to the report on standard output and to the sinks the flags add:\n"+
+			"--webhook (what serve posts live), --publish-nats (serve's findings subject),\n"+
+			"--findings-json FILE.\n\n"+
 			"Exit codes: 0 diagnosed; 1 usage or input error (an input that could not be read is\n"+
-			"named, after the report); 3 with --fail-on when an active finding is at or above it.\n\nflags:")
+			"named, after the report); 3 with --fail-on when an active finding is at or above it;\n"+
+			"4 a sink did not take the findings (the webhook failed after its retries).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print one finding per line as JSON")
@@ -40,6 +46,8 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	cluster := fs.String("cluster", rule.DefaultCluster, "cluster label `NAME` for the logs")
 	var rf ruleFlags
 	rf.register(fs)
+	var sf sinkFlags
+	sf.register(fs, true, true)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -62,6 +70,14 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err != nil {
 		return err
 	}
+	// Opened before the logs are read: a bad --webhook or an unreachable
+	// --publish-nats fails at once, not after the replay.
+	extra, err := sf.build(stdout, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	closeExtra := sync.OnceValue(extra.Close)
+	defer closeExtra()
 	// ~15 MB live heap, streaming: a 256 MB soft limit keeps the peak bounded.
 	gctune.BulkLoad(400, 256<<20)
 	engine := rule.NewEngine(rules)
@@ -120,20 +136,29 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	printRuleErrors(stderr, engine.Errors())
 	findings := engine.Findings()
+	// The same path as serve's: the findings go to sinks; the report on
+	// standard output is the first of them.
+	var out sink.Multi
 	if *asJSON {
-		if err := report.JSON(stdout, findings); err != nil {
-			return err
-		}
+		out = append(out, sink.NewJSON(stdout, nil))
 	} else {
 		fmt.Fprintf(stdout, "Faultline diagnosis: %d files, %d lines, %d records — %d finding(s)\n",
 			st.Files, st.Lines, st.Records, len(findings))
 		if len(findings) == 0 {
 			fmt.Fprintln(stdout, "\nNo known cause found. Search the logs with `analyzer ingest` + `analyzer search`, or add a rule (docs/rules.md).")
 		}
-		report.Text(stdout, findings)
+		out = append(out, sink.NewText(stdout, nil))
+	}
+	out = append(out, extra...)
+	aerr := sink.NewChanges(nil, out).Announce(ctx, findings)
+	if err := closeExtra(); err != nil {
+		aerr = errors.Join(aerr, err)
 	}
 	if unread != nil {
 		return unread
+	}
+	if aerr != nil {
+		return announceErr(stderr, aerr)
 	}
 	if *failOn != "" {
 		for _, f := range findings {

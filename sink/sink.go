@@ -1,0 +1,95 @@
+// Package sink is where findings go: the same findings, from an offline
+// diagnose, an ingest or a live serve, are announced to a list of sinks
+// built from flags — the human report, JSON lines, a NATS findings subject,
+// a webhook, the index's stored findings, the web UI's live stream. The
+// modes differ only in where the findings come from and which sinks they
+// were given.
+package sink
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/faultline/faultline/rule"
+)
+
+// Sink receives findings: each call a batch of new or changed versions
+// (root causes before their consequences). Announce returns an error when
+// a finding did not reach the sink (after whatever retrying the sink does
+// itself); Close flushes and releases it.
+type Sink interface {
+	Announce(ctx context.Context, fs []rule.Finding) error
+	Close() error
+}
+
+// Multi announces to each sink in order: a sink's failure does not keep
+// the findings from the others, and the errors are returned joined.
+type Multi []Sink
+
+func (m Multi) Announce(ctx context.Context, fs []rule.Finding) error {
+	var errs []error
+	for _, s := range m {
+		if err := s.Announce(ctx, fs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m Multi) Close() error {
+	var errs []error
+	for _, s := range m {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Changes passes on only the findings that are new or changed since they
+// were last announced — in status, root cause or evidence — so a sink sees
+// each version once however often the rules re-derive it (a replay after
+// a restart re-derives every stored finding).
+type Changes struct {
+	next  Sink
+	mu    sync.Mutex
+	known map[string]rule.Finding
+}
+
+// NewChanges returns a Changes in front of next that knows the findings
+// announced before (serve's stored findings; none offline).
+func NewChanges(announced []rule.Finding, next Sink) *Changes {
+	c := &Changes{next: next, known: make(map[string]rule.Finding, len(announced))}
+	for _, f := range announced {
+		c.known[f.ID] = f
+	}
+	return c
+}
+
+func (c *Changes) Announce(ctx context.Context, fs []rule.Finding) error {
+	var changed []rule.Finding
+	c.mu.Lock()
+	for _, f := range fs {
+		old, ok := c.known[f.ID]
+		if ok && old.Status == f.Status && old.ExplainedBy == f.ExplainedBy && f.Updates <= old.Updates {
+			continue
+		}
+		c.known[f.ID] = f
+		changed = append(changed, f)
+	}
+	c.mu.Unlock()
+	if len(changed) == 0 {
+		return nil
+	}
+	return c.next.Announce(ctx, changed)
+}
+
+// Len is how many distinct findings were announced (or known before).
+func (c *Changes) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.known)
+}
+
+func (c *Changes) Close() error { return c.next.Close() }

@@ -1,0 +1,121 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/faultline/faultline/report"
+	"github.com/faultline/faultline/rule"
+)
+
+// Text is the human report on a terminal. Findings it has not shown yet
+// are written in full, as report.Text groups them (severity sections, each
+// consequence under its root cause); a finding shown before gets one line
+// saying what changed, so a live terminal shows each finding once however
+// many lines prove it.
+type Text struct {
+	w     io.Writer
+	mu    sync.Mutex
+	shown map[string]rule.Finding // last version written, by ID
+}
+
+// NewText writes to w; shown are findings already on the reader's screen
+// or in the store (serve's stored findings after a restart).
+func NewText(w io.Writer, shown []rule.Finding) *Text {
+	t := &Text{w: w, shown: make(map[string]rule.Finding, len(shown))}
+	for _, f := range shown {
+		t.shown[f.ID] = f
+	}
+	return t
+}
+
+func (t *Text) Announce(_ context.Context, fs []rule.Finding) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var fresh []rule.Finding
+	flush := func() {
+		if len(fresh) == 0 {
+			return
+		}
+		roots := map[string]rule.Finding{}
+		for _, f := range fresh {
+			if f.ExplainedBy != "" {
+				roots[f.ExplainedBy] = t.shown[f.ExplainedBy]
+			}
+		}
+		report.TextWithRoots(t.w, fresh, roots)
+		fresh = fresh[:0]
+	}
+	for _, f := range fs {
+		old, seen := t.shown[f.ID]
+		t.shown[f.ID] = f
+		if !seen {
+			fresh = append(fresh, f)
+			continue
+		}
+		flush() // in the order they came
+		fmt.Fprintf(t.w, "  ↻ %s [%s] %s: %s\n", f.Cause, f.Severity, f.ID, strings.Join(changes(old, f), "; "))
+	}
+	flush()
+	return nil
+}
+
+func (t *Text) Close() error { return nil }
+
+// changes says what differs between two versions of a finding.
+func changes(old, f rule.Finding) []string {
+	var what []string
+	if old.Status != f.Status {
+		what = append(what, "now "+f.Status)
+	}
+	if old.Severity != f.Severity {
+		what = append(what, "severity "+f.Severity+" (was "+old.Severity+")")
+	}
+	if old.Confidence != f.Confidence {
+		what = append(what, "confidence "+f.Confidence+" (was "+old.Confidence+")")
+	}
+	if !slices.Equal(old.Nodes, f.Nodes) {
+		what = append(what, "nodes "+strings.Join(f.Nodes, ", "))
+	}
+	for _, r := range f.RuledOut {
+		if !slices.ContainsFunc(old.RuledOut, func(o rule.RuledOut) bool { return o.Cause == r.Cause }) {
+			what = append(what, "ruled out "+r.Cause)
+		}
+	}
+	if old.Summary != f.Summary {
+		what = append(what, "summary updated")
+	}
+	return append(what, fmt.Sprintf("%d evidence record(s), update %d", len(f.Evidence), f.Updates))
+}
+
+// JSON writes one finding version per line (report.JSON, the schema of
+// diagnose --json), for machines and log shippers.
+type JSON struct {
+	mu sync.Mutex
+	w  io.Writer
+	c  io.Closer // closed by Close when the sink opened the file
+}
+
+// NewJSON writes to w; if w is an io.Closer other than a terminal stream,
+// pass closer to have Close close it.
+func NewJSON(w io.Writer, closer io.Closer) *JSON { return &JSON{w: w, c: closer} }
+
+func (j *JSON) Announce(_ context.Context, fs []rule.Finding) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := report.JSON(j.w, fs); err != nil {
+		return fmt.Errorf("findings as JSON: %w", err)
+	}
+	return nil
+}
+
+func (j *JSON) Close() error {
+	if j.c == nil {
+		return nil
+	}
+	return j.c.Close()
+}
