@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -47,10 +48,7 @@ type cursor struct {
 	// Score order: the last hit's score and time sort term.
 	Score   float64 `json:"sc,omitempty"`
 	TimeKey []byte  `json:"tk,omitempty"`
-	ID      string  `json:"id"`
-	// N is how many hits came before the next page: the last page is the
-	// one that reaches Result.Total.
-	N int `json:"n"`
+	ID      string  `json:"id"` // the tie-breaker
 }
 
 func (c cursor) encode() string {
@@ -65,7 +63,7 @@ func decodeCursor(s string, q Query) (*cursor, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
-	if err != nil || c.V != cursorVersion || c.ID == "" || c.N < 0 {
+	if err != nil || c.V != cursorVersion || c.ID == "" {
 		return nil, fmt.Errorf("%w: after=%.40q is not a cursor of this server (pass the next value of the previous page as is)", ErrBadCursor, s)
 	}
 	if c.Hash != queryHash(q) {
@@ -75,20 +73,14 @@ func decodeCursor(s string, q Query) (*cursor, error) {
 }
 
 // queryHash identifies what a cursor pages through: the query text,
-// filters, time range and order (not the page size, facets or histogram).
+// filters and order. Not the time range: since=2h is another time at each
+// page, and the page after a key is well defined in any range.
 func queryHash(q Query) uint32 {
 	k := struct {
 		Text                                     string
 		Nodes, Containers, Sources, Levels, File []string
-		Since, Until                             int64
 		Sort                                     string
-	}{q.Text, q.Nodes, q.Containers, q.Sources, q.Levels, q.Files, 0, 0, sortName(q.Sort)}
-	if !q.Since.IsZero() {
-		k.Since = q.Since.UnixNano()
-	}
-	if !q.Until.IsZero() {
-		k.Until = q.Until.UnixNano()
-	}
+	}{q.Text, q.Nodes, q.Containers, q.Sources, q.Levels, q.Files, sortName(q.Sort)}
 	b, _ := json.Marshal(k)
 	h := fnv.New32a()
 	h.Write(b)
@@ -176,6 +168,24 @@ func (x *Index) canonical(ctx context.Context, q Query, bq query.Query, total ui
 	if len(hits) == 0 {
 		return hits, nil
 	}
+	out, err := x.canonicalEdges(ctx, q, bq, total, hits, from)
+	if err != nil {
+		return nil, err
+	}
+	// Each run of one time in ID order: a prefix of the page is then the
+	// page of that size (see Index.search).
+	for i := 0; i < len(out); {
+		j := i + 1
+		for j < len(out) && keyOf(out[j]) == keyOf(out[i]) {
+			j++
+		}
+		slices.SortFunc(out[i:j], func(a, b Hit) int { return strings.Compare(a.ID, b.ID) })
+		i = j
+	}
+	return out, nil
+}
+
+func (x *Index) canonicalEdges(ctx context.Context, q Query, bq query.Query, total uint64, hits []Hit, from int) ([]Hit, error) {
 	newest := q.Sort != "time"
 	first, last := keyOf(hits[0]), keyOf(hits[len(hits)-1])
 	nFirst := 0 // hits of the first key on the page
@@ -285,18 +295,15 @@ func (x *Index) afterPage(ctx context.Context, q Query, bq query.Query, c *curso
 }
 
 // timeCursor is the cursor after hits, a page in time then ID order.
-func timeCursor(q Query, hits []Hit, n int) cursor {
-	last := keyOf(hits[len(hits)-1])
-	c := cursor{V: cursorVersion, Hash: queryHash(q), Timed: last.timed, NS: last.ns, N: n}
-	for i := len(hits) - 1; i >= 0 && keyOf(hits[i]) == last; i-- {
-		c.ID = max(c.ID, hits[i].ID)
-	}
-	return c
+func timeCursor(q Query, hits []Hit) cursor {
+	last := hits[len(hits)-1]
+	k := keyOf(last)
+	return cursor{V: cursorVersion, Hash: queryHash(q), Timed: k.timed, NS: k.ns, ID: last.ID}
 }
 
 // scoreCursor is the cursor after dm, the last hit of a page by score.
-func scoreCursor(q Query, dm *search.DocumentMatch, n int) cursor {
-	c := cursor{V: cursorVersion, Hash: queryHash(q), Score: dm.Score, ID: dm.ID, N: n}
+func scoreCursor(q Query, dm *search.DocumentMatch) cursor {
+	c := cursor{V: cursorVersion, Hash: queryHash(q), Score: dm.Score, ID: dm.ID}
 	if len(dm.Sort) > 1 {
 		c.TimeKey = []byte(dm.Sort[1])
 	}

@@ -272,7 +272,12 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	// A page in time order is found apart from the count (see timePage):
 	// the first request only counts.
 	byTime := size > 0 && q.Sort != "score"
-	req := x.request(bq, q, size, from, sortBy)
+	// One hit more than the page tells whether another page follows.
+	fetch := size
+	if size > 0 {
+		fetch++
+	}
+	req := x.request(bq, q, fetch, from, sortBy)
 	if byTime {
 		req.Size, req.From, req.Sort = 0, 0, nil
 	} else if after != nil && size > 0 {
@@ -310,10 +315,10 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	var hits []Hit
 	switch {
 	case byTime && after != nil:
-		hits, err = x.afterPage(ctx, q, bq, after, size, sortBy)
+		hits, err = x.afterPage(ctx, q, bq, after, fetch, sortBy)
 	case byTime:
 		var page *bleve.SearchResult
-		if page, err = x.timePage(ctx, q, bq, sr.Total, size, from, sortBy); err == nil {
+		if page, err = x.timePage(ctx, q, bq, sr.Total, fetch, from, sortBy); err == nil {
 			hits, err = x.canonical(ctx, q, bq, sr.Total, hitsOf(page.Hits), from)
 		}
 	default:
@@ -327,17 +332,12 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 		hits = []Hit{}
 	}
 	res := Result{Total: sr.Total, Hits: hits, Facets: facets}
-	if n := len(hits); n > 0 && n == size {
-		before := from
-		if after != nil {
-			before = after.N
-		}
-		if before+n < int(sr.Total) {
-			if byTime {
-				res.Next = timeCursor(q, hits, before+n).encode()
-			} else {
-				res.Next = scoreCursor(q, sr.Hits[n-1], before+n).encode()
-			}
+	if len(hits) > size {
+		res.Hits = hits[:size]
+		if byTime {
+			res.Next = timeCursor(q, res.Hits).encode()
+		} else {
+			res.Next = scoreCursor(q, sr.Hits[size-1]).encode()
 		}
 	}
 	if byTime {

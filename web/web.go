@@ -255,7 +255,7 @@ func writeError(w http.ResponseWriter, code int, err error) {
 // ParseQuery reads an index.Query from URL parameters: q, node, container,
 // source, level, file (repeatable), since, until (RFC 3339 or a duration
 // back from now), from, size, sort, facets, histogram (bucket count),
-// highlight.
+// highlight, after (the next cursor of the previous page).
 func ParseQuery(v map[string][]string, now time.Time) (index.Query, error) {
 	get := func(k string) string {
 		if vs := v[k]; len(vs) > 0 {
@@ -275,7 +275,7 @@ func ParseQuery(v map[string][]string, now time.Time) (index.Query, error) {
 		return out
 	}
 	q := index.Query{Text: get("q"), Nodes: multi("node"), Containers: multi("container"), Sources: multi("source"),
-		Levels: multi("level"), Files: v["file"], Sort: get("sort")}
+		Levels: multi("level"), Files: v["file"], Sort: get("sort"), After: get("after")}
 	var err error
 	for _, p := range []struct {
 		name string

@@ -38,7 +38,8 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: analyzer search [flags] QUERY...\n\n"+
-			"Search the index of `analyzer ingest` or `analyzer serve`. Hits are newest first.\n\n"+
+			"Search the index of `analyzer ingest` or `analyzer serve`. Hits are newest first. When more\n"+
+			"hits follow, stderr says next: CURSOR, and the same search with --after CURSOR shows them.\n\n"+
 			index.QuerySyntax+"\n\n"+
 			"Exit status: 0 something matched, 1 nothing matched, 2 an error (as grep's).\n\nflags:")
 		fs.PrintDefaults()
@@ -51,6 +52,7 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	since := fs.String("since", "", "from this `TIME` (RFC 3339, 2026-04-08 22:41, or a duration back from now such as 2h)")
 	until := fs.String("until", "", "before this `TIME` (same forms)")
 	limit := fs.IntP("limit", "n", 20, "at most `N` hits")
+	after := fs.String("after", "", "the page after this `CURSOR`: the next cursor a previous search printed on stderr (same query and --sort; pages of any depth cost the same)")
 	contextN := fs.IntP("context", "C", 0, "show `N` records before and after each hit, from the same file")
 	facets := fs.Bool("facets", false, "print hit counts per node, container, source and level")
 	asJSON := fs.Bool("json", false, "one hit per line as JSON (with context lines as \"before\"/\"after\" when -C is set)")
@@ -66,7 +68,8 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usageError("%v", err)
 	}
 	q := index.Query{Text: strings.Join(fs.Args(), " "), Nodes: *nodes, Containers: *containers, Sources: *sources,
-		Levels: *levels, Size: *limit, Sort: *sort, Facets: *facets, Highlight: !*asJSON && isTerminal(stdout)}
+		Levels: *levels, Size: *limit, Sort: *sort, Facets: *facets, Highlight: !*asJSON && isTerminal(stdout),
+		After: *after}
 	if *limit <= 0 {
 		q.Size = -1
 	}
@@ -141,6 +144,11 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				return err
 			}
 		}
+		if res.Next != "" {
+			// stdout holds only hits (and the facets line): the cursor goes
+			// to stderr, one line a script can read.
+			fmt.Fprintf(stderr, "next: %s\n", res.Next)
+		}
 		if res.Total == 0 {
 			return errNoMatch
 		}
@@ -169,6 +177,9 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	shown := len(res.Hits)
 	fmt.Fprintf(stderr, "%d of %d hits (%s)\n", shown, res.Total, res.Took.Round(time.Millisecond))
+	if res.Next != "" {
+		fmt.Fprintf(stderr, "next: %s (more with --after %[1]s)\n", res.Next)
+	}
 	if *facets {
 		for _, f := range index.FacetFields {
 			fmt.Fprintf(stdout, "%s:", f)

@@ -62,6 +62,9 @@ func (r *remoteIndex) Search(ctx context.Context, q index.Query) (index.Result, 
 	if q.Highlight {
 		v.Set("highlight", "1")
 	}
+	if q.After != "" {
+		v.Set("after", q.After)
+	}
 	var res index.Result
 	err := r.get(ctx, "/api/search?"+v.Encode(), &res)
 	return res, err
