@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -17,6 +18,7 @@ import (
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
 	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/sink"
 )
 
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -25,8 +27,11 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: analyzer ingest [flags] [NODE=]PATH ...\n\n"+
 			"Index collected logs into --data-dir for `analyzer search` and `analyzer ui`, and store the\n"+
-			"findings of the rules beside them. Ingesting the same files again replaces, never duplicates.\n\n"+
-			"Exit status: 0 indexed, 1 a usage or input error, or interrupted (what was indexed stays).\n\nflags:")
+			"findings of the rules beside them. Ingesting the same files again replaces, never duplicates.\n"+
+			"Findings new to the index also go to the sinks the flags add (--webhook, --publish-nats,\n"+
+			"--findings-json), as diagnose and serve send them.\n\n"+
+			"Exit status: 0 indexed, 1 a usage or input error, or interrupted (what was indexed stays),\n"+
+			"4 a sink did not take the findings (the webhook failed after its retries).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	dataDir := fs.String("data-dir", "./faultline-data", "index and findings `DIR` (shared with serve, search, ui)")
@@ -35,6 +40,8 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	quiet := fs.BoolP("quiet", "q", false, "no progress bar")
 	var rf ruleFlags
 	rf.register(fs)
+	var sf sinkFlags
+	sf.register(fs, true, true)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -60,12 +67,18 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	warnLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	extra, err := sf.build(stdout, warnLog)
+	if err != nil {
+		return err
+	}
+	closeExtra := sync.OnceValue(extra.Close)
+	defer closeExtra()
 	gctune.BulkLoad(gctune.IndexPercent, gctune.IndexLimit)
 	total := inputBytes(files)
 
 	start := time.Now()
-	idx, err := openIndex(ctx, *dataDir, index.Options{Shards: *shards,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	idx, err := openIndex(ctx, *dataDir, index.Options{Shards: *shards, Logger: warnLog})
 	if err != nil {
 		return err
 	}
@@ -94,9 +107,17 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("ingest: %w", err)
 	}
 	findings := engine.Findings()
-	if err := idx.PutFindings(findings); err != nil {
+	// The path of diagnose and serve: the findings go to the sinks, the
+	// index's store first; only those new to the index (or changed) reach
+	// the others, so ingesting the same logs again does not alert again.
+	stored := idx.Findings()
+	if err := sink.NewStore(idx).Announce(ctx, findings); err != nil {
 		bar.done()
 		return err
+	}
+	aerr := sink.NewChanges(stored, extra).Announce(ctx, findings)
+	if err := closeExtra(); err != nil {
+		aerr = errors.Join(aerr, err)
 	}
 	if err := idx.Flush(ctx); err != nil {
 		bar.done()
@@ -125,6 +146,9 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "  %s\n", findingLine(f))
 	}
 	fmt.Fprintf(stdout, "Next: analyzer search --data-dir %s QUERY   or   analyzer ui --data-dir %s\n", *dataDir, *dataDir)
+	if aerr != nil {
+		return announceErr(stderr, aerr)
+	}
 	return nil
 }
 
