@@ -49,6 +49,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.SearchTimeout, "search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
 	fs.DurationVar(&cfg.RuleBudget, "rule-budget", server.DefaultRuleBudget, "log a rule (once a minute) when one of its matchers or its condition takes longer than this on one event (negative: never)")
 	fs.StringVar(&cfg.Webhook, "webhook", "", "POST findings to this `URL` as JSON with a text field (Slack-compatible)")
+	var sf sinkFlags // the sinks every mode takes; serve's webhook is its outbox (--webhook)
+	sf.register(fs, false, false)
 	fs.StringArrayVar(&cfg.RuleDirs, "rules", nil, "watched `DIR` of rule files added to the built-in pack (repeatable)")
 	fs.BoolVar(&cfg.RulesOnly, "rules-only", false, "use only the rules from --rules")
 	fs.StringVar(&cfg.Durable, "consumer", "analyzer", "JetStream durable consumer `NAME`")
@@ -114,5 +116,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 	}()
+	extra, err := sf.build(stdout, cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer extra.Close()
+	cfg.Sinks = extra
 	return server.Run(ctx, cfg)
 }

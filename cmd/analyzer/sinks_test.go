@@ -234,3 +234,39 @@ func TestIngestWebhookPostsNewFindingsOnce(t *testing.T) {
 		t.Errorf("posted %v over two ingests, want %v once", ids(got), ids(want))
 	}
 }
+
+// serve --findings-json writes every version of every finding it announces
+// live as a JSON line: the sink diagnose and ingest take, in live mode; the
+// findings it writes for the seed are the ones diagnose finds offline.
+func TestServeWritesFindingsJSONLines(t *testing.T) {
+	want := ids(diagnoseJSON(t, seed+"/failed"))
+	slices.Sort(want)
+	file := filepath.Join(t.TempDir(), "live.jsonl")
+	startServe(t, "--demo", "--demo-logs", seed+"/failed", "--demo-pace", "1s", "--findings-json", file)
+	testutil.CheckFor(t, 60*time.Second, 100*time.Millisecond, func() error {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if line == "" {
+				continue
+			}
+			var f rule.Finding
+			if err := json.Unmarshal([]byte(line), &f); err != nil {
+				t.Fatalf("bad line %q: %v", line, err)
+			}
+			seen[f.ID] = true
+		}
+		var got []string
+		for id := range seen {
+			got = append(got, id)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("findings in %s: %v, want %v", file, got, want)
+		}
+		return nil
+	})
+}
