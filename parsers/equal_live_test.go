@@ -132,27 +132,35 @@ func TestGzipByMagicAndIdentity(t *testing.T) {
 }
 
 // Records without a time of their own take the previous time of their
-// process, else the read time; records with a container time are left alone.
-func TestTimeFill(t *testing.T) {
+// process (stream and prefixes) in file order, whatever order they complete
+// in; without one, with ReadTime (the shipper), the time their first line
+// was read; records with a container time keep it.
+func TestJoinerGivesEveryRecordATime(t *testing.T) {
 	read := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	var f TimeFill
-	recs := []Record{
-		{Text: "ip-10-0-0-1:77:77 [0] NCCL INFO Bootstrap : Using eth0"}, // nothing before: read time
-		{Text: "(RayWorkerWrapper pid=9) INFO 03-01 11:59:58 [worker.py:1] Loading"},
-		{Text: "(RayWorkerWrapper pid=9) ip-10-0-0-1:9:9 [0] NCCL INFO Channel 00"}, // that process's time
-		{Text: "(RayWorkerWrapper pid=8) print output"},                             // another process: read time
-		{Text: "no time", Time: read.Add(-time.Hour)},                               // container time kept
+	var recs []Record
+	j := NewJoiner(Origin{}, JoinOptions{Now: func() time.Time { return read }, ReadTime: true}, func(r Record) { recs = append(recs, r) })
+	lines := plainLines("ip-10-0-0-1:77:77 [0] NCCL INFO Bootstrap : Using eth0\n" + // nothing before: read time
+		"(RayWorkerWrapper pid=9) INFO 03-01 11:59:58 [worker.py:1] Loading\n" + // its own time; completes last
+		"(RayWorkerWrapper pid=9) ip-10-0-0-1:9:9 [0] NCCL INFO Channel 00\n" + // that process's time
+		"(RayWorkerWrapper pid=9) ip-10-0-0-1:9:9 [0] NCCL INFO Channel 01\n" + // (closes the one before)
+		"(RayWorkerWrapper pid=8) print output\n") // another process: read time
+	withTime := Line{Offset: 1000, Num: 6, Text: "no time", Time: read.Add(-time.Hour)}
+	for _, l := range append(lines, withTime) {
+		j.Add(l)
 	}
-	for i := range recs {
-		f.Record(&recs[i], read)
+	j.Flush()
+	own := time.Date(2026, 3, 1, 11, 59, 58, 0, time.UTC)
+	// Record.Time: the filled time (line 2 has its own, which Parse finds).
+	want := map[int]time.Time{1: read, 2: {}, 3: own, 4: own, 5: read, 6: read.Add(-time.Hour)}
+	if len(recs) != len(want) {
+		t.Fatalf("%d records: %+v", len(recs), recs)
 	}
-	want := []time.Time{read, {}, time.Date(2026, 3, 1, 11, 59, 58, 0, time.UTC), read, read.Add(-time.Hour)}
-	for i, r := range recs {
-		if !r.Time.Equal(want[i]) {
-			t.Errorf("record %d %q: time %v, want %v", i, r.Text, r.Time, want[i])
+	for _, r := range recs {
+		if !r.Time.Equal(want[r.Line]) {
+			t.Errorf("line %d %q: time %v, want %v", r.Line, r.Text, r.Time, want[r.Line])
 		}
-		if ev := Parse(r); ev.Time.IsZero() {
-			t.Errorf("record %d %q: no time after Parse", i, r.Text)
+		if ev := Parse(r); r.Line >= 2 && r.Line <= 4 && !ev.Time.Equal(own) {
+			t.Errorf("line %d %q: Parse time %v, want %v", r.Line, r.Text, ev.Time, own)
 		}
 	}
 }

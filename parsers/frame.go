@@ -39,8 +39,11 @@ func (f Format) String() string {
 }
 
 // DefaultMaxLineBytes bounds the text kept of one line; the rest is counted
-// and replaced by a truncation marker, so one runaway line cannot exhaust memory.
-const DefaultMaxLineBytes = 1 << 20
+// and replaced by a truncation marker, so one runaway line cannot exhaust
+// memory. It is 8 KiB under 1 MiB so that a record of that size still fits
+// a NATS message (1 MiB by default) with its labels: the shipper then sends
+// the text offline reading sees, instead of cutting it once more.
+const DefaultMaxLineBytes = 1<<20 - 8<<10
 
 // frameHeadSize is how much of a file DetectFormat and the binary check look at.
 const frameHeadSize = 4096

@@ -11,7 +11,7 @@ import (
 
 // Defaults for JoinOptions.
 const (
-	DefaultMaxRecordBytes = 1 << 20
+	DefaultMaxRecordBytes = DefaultMaxLineBytes // a record fits a message, as a line does
 	DefaultMaxRecordLines = 2000
 )
 
@@ -26,6 +26,11 @@ type JoinOptions struct {
 	// DefaultHoldOpen. Only when a writer is quiet longer than this is such
 	// a record split, and a continuation after it starts a record of its own.
 	HoldOpen time.Duration
+	// ReadTime gives a record that has no time at all (no container time,
+	// none in its text, no earlier record of its process with one) the
+	// clock's time when its first line was added: a tailer's read time.
+	// Offline reading leaves it off and uses the file's time instead.
+	ReadTime bool
 }
 
 // DefaultHoldOpen: a Python traceback printed line by line by a slow or
@@ -79,6 +84,9 @@ type Joiner struct {
 	cacheAt    int
 	scratch    []*pendingRecord
 	idBuf      []byte // node, 0, fileID, 0: the fixed head of every record ID's hash input
+	// times holds, per writer (stream and process prefixes), the time of
+	// its last record that had one, in file order (see fillTime).
+	times map[timeKey]time.Time
 	// starts[startsHead:] lists the starts of records in offset order, for
 	// PendingOffset without a walk over every pending record (a shipper
 	// asks for every batch). Entries of records closed (or started again)
@@ -97,6 +105,14 @@ type startMark struct {
 }
 
 func (m *startMark) valid() bool { return m.p.active && m.p.startSeq == m.seq }
+
+// timeKey is a process writing to a stream: what "the previous record of
+// that process" means for a record without a time. (NCCL lines of a Ray
+// worker are its process's, whatever their thread.)
+type timeKey struct{ stream, prefix string }
+
+// maxTimeKeys bounds Joiner.times on a file with very many processes.
+const maxTimeKeys = 4096
 
 // joinKey identifies one writer within a file: the stream, the (normalised)
 // process prefixes, and for NCCL lines the host:pid:tid.
@@ -156,6 +172,13 @@ type pendingRecord struct {
 	last       time.Time
 	lastSeq    uint64
 	startSeq   uint64 // seq of the first line (identifies this start in Joiner.starts)
+	// For records without a container time: whether the header line (the
+	// first non-blank one) was looked at, whether it had a time, and the
+	// time the record takes otherwise.
+	timeChecked bool
+	ownTime     bool
+	fillTime    time.Time
+	first0      time.Time // clock when the first line was added
 }
 
 // NewJoiner returns a Joiner that calls emit with each completed record.
@@ -233,6 +256,9 @@ func (j *Joiner) Add(l Line) {
 	if p.active {
 		if j.fits(p, l) && p.continues(rest, hdr, blank) {
 			p.append(l, blank, j.now(), j.seq)
+			if !p.timeChecked && !blank && p.time.IsZero() {
+				j.checkTime(p, l)
+			}
 			j.touch(p)
 			j.maybeSweep()
 			return
@@ -240,9 +266,33 @@ func (j *Joiner) Add(l Line) {
 		j.close(p)
 	}
 	p.start(l, rest, hdr, blank, j.now(), j.seq)
+	if l.Time.IsZero() && !blank {
+		j.checkTime(p, l)
+	}
 	j.link(p)
 	j.pushStart(p)
 	j.maybeSweep()
+}
+
+// checkTime looks at the header line l of a record without a container
+// time: a time of its own is remembered as its process's latest; without
+// one the record takes that process's latest time (if it has none either,
+// the record's Time stays zero and the reader gives it the time it was
+// read). This runs in file order as lines are added, so the shipper, which
+// emits records as they complete, and offline reading give a record the
+// same time.
+func (j *Joiner) checkTime(p *pendingRecord, l Line) {
+	p.timeChecked = true
+	k := timeKey{p.key.stream, p.key.prefix}
+	if t := lineTime(l.Text, j.now()); !t.IsZero() {
+		p.ownTime = true
+		if j.times == nil || len(j.times) >= maxTimeKeys {
+			j.times = make(map[timeKey]time.Time)
+		}
+		j.times[k] = t
+		return
+	}
+	p.fillTime = j.times[k]
 }
 
 // pushStart adds p's start to j.starts, keeping them in offset order: lines
@@ -456,6 +506,13 @@ func (j *Joiner) close(p *pendingRecord) {
 	if p.lines > 1 {
 		text = string(p.buf[:p.textLen])
 	}
+	t := p.time
+	if t.IsZero() && !p.ownTime {
+		t = p.fillTime // no time of its own: its process's previous one
+		if t.IsZero() && j.opts.ReadTime {
+			t = p.first0
+		}
+	}
 	r := Record{
 		ID:        j.recordID(p.offset),
 		Cluster:   j.origin.Cluster,
@@ -467,7 +524,7 @@ func (j *Joiner) close(p *pendingRecord) {
 		Size:      p.size,
 		Line:      p.num,
 		Lines:     p.lines,
-		Time:      p.time,
+		Time:      t,
 		Stream:    p.stream,
 		Text:      text,
 	}
@@ -583,6 +640,8 @@ func (p *pendingRecord) start(l Line, rest, hdr string, blank bool, now time.Tim
 	p.startSeq = seq
 	p.offset, p.num, p.time, p.stream = l.Offset, l.Num, l.Time, l.Stream
 	p.first = l.Text
+	p.first0 = now
+	p.timeChecked, p.ownTime, p.fillTime = false, false, time.Time{}
 	p.buf = p.buf[:0]
 	p.textLen = 0
 	p.lines = 1

@@ -400,3 +400,29 @@ func itoa(n int) string {
 	}
 	return string(b[i:])
 }
+
+// lineTime is the time Parse finds on a record whose header line is text:
+// a full date, else a partial one completed like Parse does; zero when the
+// line has none. now gives a partial time its year (zero: the clock). The
+// Joiner uses it to give a record without a time the time of its writer's
+// previous record.
+func lineTime(text string, now time.Time) time.Time {
+	var p lineParse
+	p.ev.Source = SourceOther
+	var buf [4]Prefix
+	ps, rest := splitPrefixesFast(buf[:0], trimCR(text))
+	if isBlank(rest) {
+		return time.Time{}
+	}
+	classify(&p, rest, ps)
+	switch {
+	case !p.fullTime.IsZero():
+		return p.fullTime
+	case p.partial.ok:
+		if now.IsZero() {
+			return p.partial.complete(time.Time{}, time.Now)
+		}
+		return p.partial.complete(time.Time{}, func() time.Time { return now })
+	}
+	return time.Time{}
+}

@@ -243,8 +243,7 @@ type cursor struct {
 	lines   int
 	records int
 	last    time.Time // time of the previous event, for events that have none
-	times   parsers.TimeFill
-	read    time.Time // the file's modification time: when its records were "read"
+	read    time.Time // the file's modification time: the time of records that have none
 	head    parsers.Event
 	key     time.Time
 	warn    func(error)
@@ -347,9 +346,13 @@ func (c *cursor) advance() bool {
 		c.key = c.head.Time
 		c.last = c.head.Time
 	}
-	// After the merge key: a record given a time keeps its place in its
-	// file, as before; its time is the one the shipper gives it live.
-	c.times.Event(&c.head, c.read)
+	if c.head.Time.IsZero() {
+		// Neither its text, its framing nor an earlier record of its
+		// process gave it a time (the joiner fills that in): the time the
+		// file was last written, as the shipper gives it the time it read
+		// it. Its place in the merge stays that of its file (c.key).
+		c.head.Time, c.head.Record.Time = c.read, c.read
+	}
 	return true
 }
 
