@@ -46,6 +46,7 @@ type server struct {
 	// is how far it got.
 	warming           atomic.Bool
 	warmSeq, warmLast atomic.Uint64
+	ckpt              checkpointer // where the warm-up starts (checkpoint.go)
 
 	acks      chan jetstream.Msg
 	unindexed atomic.Int64 // records evaluated but not yet known flushed (the index lag)
@@ -174,6 +175,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if err := s.warmUp(ctx, st); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped during the warm-up: the next start does it again
+		}
 		return err
 	}
 	s.warming.Store(false)
@@ -239,10 +243,11 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 	if s.cfg.beforeWarmUp != nil {
 		s.cfg.beforeWarmUp()
 	}
+	cp, occ := s.startWarmUp(info, []string{wire.StreamSubjects})
 	if info.State.Msgs == 0 {
 		return nil
 	}
-	oc, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{wire.StreamSubjects}})
+	oc, err := st.OrderedConsumer(ctx, occ)
 	if err != nil {
 		return fmt.Errorf("warm-up consumer: %w", err)
 	}
@@ -266,15 +271,13 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 		recs, _ := wire.Decode(msg.Data())
 		for i := range recs {
 			ev := parsers.Parse(recs[i])
-			if s.seen.add(ev.ID) {
-				s.announce(s.engine.Observe(&ev))
-				s.evaluated.Add(1)
+			if s.warmRecord(cp, md.Sequence.Stream, i, &ev) {
 				n++
 			}
 		}
 		s.warmSeq.Store(md.Sequence.Stream)
 		if md.Sequence.Stream >= last {
-			s.log.Info("warm-up done", "records", n, "last_seq", last)
+			s.log.Info("warm-up done", "records", n, "from_seq", s.ckpt.from.Load(), "last_seq", last)
 			return nil
 		}
 	}
@@ -290,13 +293,17 @@ func (s *server) handle(msg jetstream.Msg) {
 		s.log.Warn("bad message", "subject", msg.Subject(), "err", err)
 		s.badMessages.Add(1)
 	}
+	var seq uint64 // its stream sequence (0: unknown, the next warm-up replays everything)
+	if md, err := msg.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
 	for i := range recs {
 		ev := parsers.Parse(recs[i])
 		if ev.ID == "" {
 			continue
 		}
 		if s.seen.add(ev.ID) {
-			s.announce(s.engine.Observe(&ev))
+			s.announce(s.engine.ObserveAt(&ev, streamPos(seq, i)))
 			s.evaluated.Add(1)
 			if s.liveEvents != nil {
 				live := ev
@@ -336,6 +343,7 @@ func (s *server) ackLoop(ctx context.Context) {
 		s.held.done(pending)
 		s.unindexed.Add(-n)
 		pending = pending[:0]
+		s.saveCheckpoint() // what the engine observed is in the stream: safe to start there
 	}
 	for {
 		select {
@@ -397,7 +405,7 @@ func (s *server) handler() http.Handler {
 			// still replaying the stream (a liveness probe must not kill
 			// a long warm-up, hence 200).
 			body["status"] = "warming"
-			body["warm_up"] = map[string]uint64{"seq": s.warmSeq.Load(), "last": s.warmLast.Load()}
+			body["warm_up"] = map[string]uint64{"from": s.ckpt.from.Load(), "seq": s.warmSeq.Load(), "last": s.warmLast.Load()}
 		}
 		// Probes need no token; with a token set, the counts are for
 		// those who hold it.

@@ -1,0 +1,171 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/faultline/faultline/internal/atomicfile"
+	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/rule"
+)
+
+// Warm restart. The engine keeps a few launches per cluster in memory; after
+// a restart they are rebuilt by replaying the stream into it. Replaying the
+// whole stream takes minutes at millions of records, so serve writes the
+// engine's checkpoint (per cluster: where its earliest kept launch began,
+// and its number) at each ack flush, and the warm-up starts there: the
+// replay rebuilds the same launches, numbers and finding IDs (see
+// rule.Checkpoint), so nothing already announced is announced again.
+
+// Engine positions of records read from the stream: the stream sequence of
+// the message, then the record's index in the message (a launch may begin
+// in the middle of a batch; the records before it belong to the launch
+// before). 20 bits hold a million records, more than a message can carry.
+const recordBits = 20
+
+func streamPos(seq uint64, record int) uint64 {
+	return seq<<recordBits | uint64(min(record, 1<<recordBits-1))
+}
+
+func posSeq(pos uint64) uint64 { return pos >> recordBits }
+
+const checkpointName = "checkpoint.json"
+
+// checkpointFile is checkpoint.json in the data dir.
+type checkpointFile struct {
+	// Stream is when the stream was created: a checkpoint of another
+	// stream (deleted and created again) is worthless.
+	Stream time.Time `json:"stream_created"`
+	// RecordBits is recordBits when written (how positions are made).
+	RecordBits int             `json:"record_bits"`
+	Clusters   rule.Checkpoint `json:"clusters"`
+}
+
+// checkpointer writes the engine's checkpoint when it changed (from the
+// acker only, after the index flush) and holds where the warm-up started.
+type checkpointer struct {
+	path   string
+	stream time.Time
+	last   rule.Checkpoint
+	from   atomic.Uint64 // stream sequence the warm-up replay started at
+	// announced is, per finding ID, the version (Updates) stored when the
+	// warm-up began: the replay derives the same versions again, and those
+	// up to it were announced already (a finding resolved before the
+	// restart is re-derived active first).
+	announced map[string]int
+}
+
+// save writes cp unless it is the one written last. A failure is logged
+// and retried at the next flush: a stale checkpoint only makes the next
+// warm-up replay more.
+func (s *server) saveCheckpoint() {
+	c := &s.ckpt
+	cp := s.engine.Checkpoint()
+	if c.path == "" || (c.last != nil && cp.Equal(c.last)) {
+		return
+	}
+	b, err := json.Marshal(checkpointFile{Stream: c.stream, RecordBits: recordBits, Clusters: cp})
+	if err == nil {
+		err = atomicfile.WriteFile(c.path, b, 0o644)
+	}
+	if err != nil {
+		s.log.Warn("write checkpoint; the next start replays more of the stream", "err", err)
+		return
+	}
+	c.last = cp
+}
+
+// loadCheckpoint reads the checkpoint of the stream created at created;
+// nil (a full replay) if there is none or it does not fit.
+func (s *server) loadCheckpoint(created time.Time) rule.Checkpoint {
+	b, err := os.ReadFile(s.ckpt.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var f checkpointFile
+	if err == nil {
+		err = json.Unmarshal(b, &f)
+	}
+	switch {
+	case err != nil:
+		s.log.Warn("checkpoint unreadable; replaying the whole stream", "path", s.ckpt.path, "err", err)
+		return nil
+	case f.RecordBits != recordBits || !f.Stream.Equal(created):
+		s.log.Warn("checkpoint of another stream; replaying the whole stream", "path", s.ckpt.path,
+			"checkpoint_stream", f.Stream, "stream", created)
+		return nil
+	}
+	return f.Clusters
+}
+
+// startWarmUp prepares the warm-up replay of a stream: the engine restored
+// from the checkpoint (and the stored findings of older launches), the
+// checkpoint to skip records by, and the ordered consumer's config, which
+// starts at the checkpoint's earliest position (the whole stream without
+// one).
+func (s *server) startWarmUp(info *jetstream.StreamInfo, subjects []string) (rule.Checkpoint, jetstream.OrderedConsumerConfig) {
+	s.ckpt.path = filepath.Join(s.cfg.DataDir, checkpointName)
+	s.ckpt.stream = info.Created
+	occ := jetstream.OrderedConsumerConfig{FilterSubjects: subjects}
+	first := info.State.FirstSeq
+	cp := s.loadCheckpoint(info.Created)
+	from := posSeq(cp.From())
+	if len(cp) > 0 && from > info.State.LastSeq {
+		s.log.Warn("checkpoint beyond the stream's end; replaying the whole stream", "from_seq", from, "last_seq", info.State.LastSeq)
+		cp, from = nil, 0
+	}
+	if len(cp) > 0 && from < first {
+		// Records of kept launches are gone (the stream's limits): the
+		// launches are rebuilt from what is left, as a full replay would.
+		s.log.Warn("the stream no longer holds the checkpoint's first records", "from_seq", from, "first_seq", first)
+	}
+	stored := s.idx.Findings()
+	s.ckpt.announced = make(map[string]int, len(stored))
+	for _, f := range stored {
+		s.ckpt.announced[f.ID] = f.Updates
+	}
+	if len(cp) > 0 {
+		s.engine.Restore(cp, stored)
+		s.ckpt.last = cp
+	}
+	from = max(from, first)
+	if from > first {
+		occ.DeliverPolicy, occ.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	s.ckpt.from.Store(from)
+	s.log.Info("warm-up", "from_seq", from, "first_seq", first, "last_seq", info.State.LastSeq, "checkpoint_clusters", len(cp))
+	return cp, occ
+}
+
+// warmRecord replays one record of the warm-up (record i of the message at
+// stream sequence seq); it reports whether the engine saw it. A record
+// before its cluster's checkpoint launch belongs to a launch the engine had
+// forgotten: it is only remembered as seen, so that a redelivery of it is
+// not taken for new either.
+func (s *server) warmRecord(cp rule.Checkpoint, seq uint64, i int, ev *parsers.Event) bool {
+	pos := streamPos(seq, i)
+	if cp.Skip(ev.Cluster, pos) {
+		s.seen.add(ev.ID)
+		return false
+	}
+	if !s.seen.add(ev.ID) {
+		return false
+	}
+	fs := s.engine.ObserveAt(ev, pos)
+	fresh := fs[:0]
+	for _, f := range fs {
+		if f.Updates > s.ckpt.announced[f.ID] {
+			fresh = append(fresh, f)
+		}
+	}
+	s.announce(fresh)
+	s.evaluated.Add(1)
+	return true
+}
