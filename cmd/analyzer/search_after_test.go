@@ -97,7 +97,9 @@ func TestSearchAfterPages(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var uout, uerrs testutil.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"ui", "--data-dir", dir, "--http", "127.0.0.1:0"}, nil, &uout, &uerrs) }()
+	go func() {
+		done <- run(ctx, []string{"ui", "--data-dir", dir, "--http", "127.0.0.1:0"}, nil, &uout, &uerrs)
+	}()
 	defer func() {
 		cancel()
 		select {

@@ -47,6 +47,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.HTTPToken, "http-token", "", "require this bearer `TOKEN` on every HTTP request (set it when --http is not on localhost; default $FAULTLINE_HTTP_TOKEN)")
 	httpTokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this `FILE`")
 	fs.DurationVar(&cfg.SearchTimeout, "search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
+	memLimit := memoryLimitFlag(fs)
 	fs.DurationVar(&cfg.RuleBudget, "rule-budget", server.DefaultRuleBudget, "log a rule (once a minute) when one of its matchers or its condition takes longer than this on one event (negative: never)")
 	fs.StringVar(&cfg.Webhook, "webhook", "", "POST findings to this `URL` as JSON with a text field (Slack-compatible)")
 	var sf sinkFlags // the sinks every mode takes; serve's webhook is its outbox (--webhook)
@@ -94,6 +95,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Stdout = stdout
 	cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	applyMemoryLimit(int64(*memLimit), cfg.Log)
 	// SIGHUP reloads the rules (it would otherwise end the process).
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

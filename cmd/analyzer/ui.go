@@ -32,6 +32,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	token := fs.String("http-token", "", "require this bearer `TOKEN` (default $FAULTLINE_HTTP_TOKEN); the browser passes it once as ?token=")
 	tokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this `FILE`")
 	searchTimeout := fs.Duration("search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
+	memLimit := memoryLimitFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -46,6 +47,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError("%v", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	applyMemoryLimit(int64(*memLimit), log)
 	idx, err := openIndex(ctx, *dataDir, index.Options{ReadOnly: true, SearchTimeout: *searchTimeout})
 	if errors.Is(err, errInterrupted) {
 		return err
