@@ -17,6 +17,7 @@ import (
 
 	"github.com/faultline/faultline/shipper"
 	"github.com/faultline/faultline/sink"
+	"github.com/faultline/faultline/web"
 )
 
 // Config is everything Run needs. Zero values take the defaults of defaults.
@@ -82,6 +83,8 @@ type Config struct {
 
 	// beforeWarmUp, in tests, runs when the warm-up starts (to hold it).
 	beforeWarmUp func()
+	// onHTTP, in tests, receives the HTTP handler (to walk its routes).
+	onHTTP func(*web.Handler)
 }
 
 // Addrs are the addresses Run actually bound (useful with port 0 / -1).

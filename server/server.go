@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,7 +152,12 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("--http: %w", err)
 		}
-		hs := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second}
+		h, err := s.handler()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		wg.Go(func() { hs.Serve(ln) })
 		defer hs.Close()
 		addrs.HTTP = ln.Addr().String()
@@ -369,64 +373,61 @@ func (s *server) findings() []rule.Finding {
 	return fs
 }
 
-func (s *server) handler() http.Handler {
-	mux := http.NewServeMux()
-	// The web UI and its API (search, context, timeline, SSE, /metrics);
-	// the routes below are more specific and win.
-	ui, err := web.NewHandler(web.Config{
+// handler is serve's HTTP: the web package's one surface (UI, API, SSE,
+// /metrics, login) with serve's own routes added, all behind its token
+// check; /healthz stays open for probes and says more to the token holder.
+func (s *server) handler() (*web.Handler, error) {
+	h, err := web.NewHandler(web.Config{
 		Index: s.idx, Findings: s.findings, LiveEvents: s.liveEvents, LiveFindings: s.liveFindings,
 		Token: s.cfg.HTTPToken, Logger: s.log, Registry: s.registry(),
+		Routes: []web.Route{
+			{Pattern: "GET /api/rules", Handler: web.JSON(s.rules)},
+			{Pattern: "GET /version", Handler: web.JSON(version.Get)},
+			{Pattern: "GET /healthz", Open: true, Handler: http.HandlerFunc(s.healthz)},
+		},
 	})
 	if err != nil {
-		s.log.Error("web ui", "err", err)
-	} else {
-		mux.Handle("/", ui)
+		return nil, fmt.Errorf("http: %w", err)
 	}
-	mux.HandleFunc("GET /api/findings", s.authorized(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(s.findings())
-	}))
-	mux.HandleFunc("GET /api/rules", s.authorized(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(s.rules())
-	}))
-	mux.HandleFunc("GET /version", s.authorized(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(version.Get())
-	}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		status, code := "ok", http.StatusOK
-		if !s.nc.IsConnected() {
-			status, code = "nats disconnected", http.StatusServiceUnavailable
+	if s.cfg.onHTTP != nil {
+		s.cfg.onHTTP(h)
+	}
+	return h, nil
+}
+
+// healthz answers 200 (ok, or warming while the rules replay the stream)
+// or 503; the counts only to a request with the token.
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	status, code := "ok", http.StatusOK
+	if !s.nc.IsConnected() {
+		status, code = "nats disconnected", http.StatusServiceUnavailable
+	}
+	body := map[string]any{"status": status}
+	if code == http.StatusOK && s.warming.Load() {
+		// Up and serving the stored findings and index; the rules are
+		// still replaying the stream (a liveness probe must not kill
+		// a long warm-up, hence 200).
+		body["status"] = "warming"
+		body["warm_up"] = map[string]uint64{"seq": s.warmSeq.Load(), "last": s.warmLast.Load()}
+	}
+	// Probes need no token; with a token set, the counts are for those
+	// who hold it.
+	if web.Authorized(r) {
+		// records: what the index holds, earlier runs included (the
+		// consumed counter starts at 0 with every run).
+		records := s.records.Load()
+		if n, err := s.idx.DocCount(); err == nil {
+			records = int64(n)
 		}
-		body := map[string]any{"status": status}
-		if code == http.StatusOK && s.warming.Load() {
-			// Up and serving the stored findings and index; the rules are
-			// still replaying the stream (a liveness probe must not kill
-			// a long warm-up, hence 200).
-			body["status"] = "warming"
-			body["warm_up"] = map[string]uint64{"from": s.ckpt.from.Load(), "seq": s.warmSeq.Load(), "last": s.warmLast.Load()}
-		}
-		// Probes need no token; with a token set, the counts are for
-		// those who hold it.
-		if s.hasToken(r) {
-			// records: what the index holds, earlier runs included (the
-			// consumed counter starts at 0 with every run).
-			records := s.records.Load()
-			if n, err := s.idx.DocCount(); err == nil {
-				records = int64(n)
-			}
-			body["records"], body["consumed"], body["index_lag"] = records, s.records.Load(), s.unindexed.Load()
-		} else if code != http.StatusOK {
-			body = map[string]any{"status": "not ok"}
-		} else {
-			body = map[string]any{"status": "ok"} // warming included: up, and nothing more to tell
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		json.NewEncoder(w).Encode(body)
-	})
-	return mux
+		body["records"], body["consumed"], body["index_lag"] = records, s.records.Load(), s.unindexed.Load()
+	} else if code != http.StatusOK {
+		body = map[string]any{"status": "not ok"}
+	} else {
+		body = map[string]any{"status": "ok"} // warming included: up, and nothing more to tell
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(body)
 }
 
 // redactURLs hides the passwords of a comma-separated list of NATS URLs.
@@ -461,27 +462,6 @@ func loopback(listen string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// authorized requires the --http-token bearer token when one is set.
-func (s *server) authorized(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.hasToken(r) {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		h(w, r)
-	}
-}
-
-// hasToken reports whether r may see everything: no token is set, or r
-// carries it as a bearer token.
-func (s *server) hasToken(r *http.Request) bool {
-	if s.cfg.HTTPToken == "" {
-		return true
-	}
-	t, _ := web.BearerToken(r)
-	return subtle.ConstantTimeCompare([]byte(t), []byte(s.cfg.HTTPToken)) == 1
 }
 
 // ruleInfo is one loaded rule as GET /api/rules lists it.

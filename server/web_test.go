@@ -3,12 +3,17 @@ package server
 import (
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/faultline/faultline/internal/webtest"
 	"github.com/faultline/faultline/shipper"
+	"github.com/faultline/faultline/web"
 )
 
 func get(t *testing.T, url, token string) (int, string) {
@@ -64,5 +69,61 @@ func TestEmbeddedNATSToken(t *testing.T) {
 	nc.Close()
 	if !loopback("127.0.0.1:4222") || !loopback("localhost:1") || loopback("0.0.0.0:4222") || loopback("10.1.230.180:4222") {
 		t.Error("loopback() is wrong")
+	}
+}
+
+// TestServeEveryRouteWantsToken walks every route of serve's one HTTP
+// surface (the web UI's, serve's own, the login page): none answers
+// without the token, or with a wrong one in the header, the cookie or the
+// query, but the open ones; the right one opens them all.
+func TestServeEveryRouteWantsToken(t *testing.T) {
+	var h *web.Handler
+	srv := startServer(t, Config{HTTPToken: "s3cret", onHTTP: func(wh *web.Handler) { h = wh }})
+	base := "http://" + srv.addrs.HTTP
+	var patterns []string
+	for _, r := range h.Routes() {
+		patterns = append(patterns, r.Pattern)
+		if r.Open != (r.Pattern == "GET /healthz" || strings.HasSuffix(r.Pattern, " /login")) {
+			t.Errorf("%s: open %v", r.Pattern, r.Open)
+		}
+	}
+	for _, want := range []string{"GET /", "GET /api/findings", "GET /api/search", "GET /api/stream", "GET /api/rules", "GET /version", "GET /metrics", "GET /healthz"} {
+		if !slices.Contains(patterns, want) {
+			t.Errorf("routes %v lack %s", patterns, want)
+		}
+	}
+	webtest.CheckRoutes(t, base, h, "s3cret")
+}
+
+// TestServeCookieOpensEveryPanel: a browser signed in with the login form
+// reads what the UI shows, serve's own routes included (with
+// --http-token, the UI's findings panel got 401: serve's /api/findings
+// took the header only).
+func TestServeCookieOpensEveryPanel(t *testing.T) {
+	srv := startServer(t, Config{HTTPToken: "s3cret"})
+	base := "http://" + srv.addrs.HTTP
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.PostForm(base+"/login", url.Values{"token": {"s3cret"}, "next": {"/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/" {
+		t.Fatalf("login: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+	for _, p := range []string{"/api/findings", "/api/rules", "/version", "/api/search?q=x", "/api/timeline", "/metrics", "/healthz"} {
+		resp, err := browser.Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s with the session cookie: %d %.200q", p, resp.StatusCode, b)
+		}
+		if p == "/healthz" && !strings.Contains(string(b), `"records"`) {
+			t.Errorf("/healthz with the session cookie: %s, want the counts", b)
+		}
 	}
 }

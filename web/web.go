@@ -1,7 +1,10 @@
-// Package web serves Faultline's HTTP API and the embedded web UI: search
-// with facets, a time histogram and highlights, context around an event,
-// findings with their evidence, a per-node timeline, a live stream of
-// events and findings (Server-Sent Events) and Prometheus metrics.
+// Package web is Faultline's one HTTP surface: the HTTP API and the
+// embedded web UI (search with facets, a time histogram and highlights,
+// context around an event, findings with their evidence, a per-node
+// timeline, a live stream of events and findings as Server-Sent Events),
+// Prometheus metrics, and the routes serve adds (Config.Routes), all on
+// one mux behind one token check (auth.go): a bearer header for scripts, a
+// cookie from the login page or ?token= for browsers.
 //
 // The UI is plain HTML, CSS and JavaScript under ui/, embedded in the
 // binary; it builds every piece of log text into the page with textContent,
@@ -10,7 +13,6 @@ package web
 
 import (
 	"context"
-	"crypto/subtle"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -47,28 +49,36 @@ type Config struct {
 	// (an offline index has no live feed).
 	LiveEvents   *Hub[*parsers.Event]
 	LiveFindings *Hub[rule.Finding]
-	// Token, when set, is required as "Authorization: Bearer TOKEN" (or the
-	// cookie the UI gets from ?token=TOKEN) on every request.
+	// Token, when set, is required on every route but the open ones
+	// (/healthz, the login page): as "Authorization: Bearer TOKEN", or the
+	// cookie a browser gets from the login page or ?token=TOKEN on a page.
 	Token string
+	// Routes are served beside the built-in ones, behind the same check.
+	Routes []Route
 	// Registry receives the HTTP and index metrics and is served on
 	// /metrics. Nil: a new registry with the Go and process collectors.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
 }
 
+// Handler is the HTTP handler of the API, UI, metrics and added routes;
+// its ServeHTTP checks the token (auth.go).
+type Handler struct{ s *server }
+
 type server struct {
-	cfg     Config
-	log     *slog.Logger
-	mux     *http.ServeMux
-	reqs    *prometheus.CounterVec
-	latency *prometheus.HistogramVec
-	sse     prometheus.Gauge
+	cfg      Config
+	log      *slog.Logger
+	mux      *http.ServeMux
+	patterns []string        // every route, in registration order
+	open     map[string]bool // patterns served without the token
+	reqs     *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	sse      prometheus.Gauge
 }
 
-const tokenCookie = "faultline_token"
-
-// NewHandler returns the HTTP handler of the API, UI and metrics.
-func NewHandler(cfg Config) (http.Handler, error) {
+// NewHandler returns the HTTP handler of the API, UI, metrics and
+// cfg.Routes.
+func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.Index == nil {
 		return nil, errors.New("web: Config.Index is required")
 	}
@@ -82,7 +92,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		cfg.Registry = prometheus.NewRegistry()
 		cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s := &server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), open: map[string]bool{}}
 	if err := s.registerMetrics(); err != nil {
 		return nil, err
 	}
@@ -90,16 +100,35 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: embedded ui: %w", err)
 	}
-	s.route("GET /api/search", s.search)
-	s.route("GET /api/context/{id}", s.context)
-	s.route("GET /api/findings", s.findings)
-	s.route("GET /api/timeline", s.timeline)
-	s.route("GET /api/syntax", s.syntax)
-	s.route("GET /api/stream", s.stream)
-	s.route("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
-	s.mux.Handle("GET /metrics", s.instrument("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
-	s.mux.Handle("GET /", s.instrument("/", http.FileServerFS(ui)))
-	return s, nil
+	added := map[string]Route{}
+	for _, r := range cfg.Routes {
+		added[r.Pattern] = r
+	}
+	for _, r := range []Route{
+		{Pattern: "GET /api/search", Handler: http.HandlerFunc(s.search)},
+		{Pattern: "GET /api/context/{id}", Handler: http.HandlerFunc(s.context)},
+		{Pattern: "GET /api/findings", Handler: http.HandlerFunc(s.findings)},
+		{Pattern: "GET /api/timeline", Handler: http.HandlerFunc(s.timeline)},
+		{Pattern: "GET /api/syntax", Handler: http.HandlerFunc(s.syntax)},
+		{Pattern: "GET /api/stream", Handler: http.HandlerFunc(s.stream)},
+		{Pattern: "GET /healthz", Open: true, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })},
+		{Pattern: "GET /metrics", Handler: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})},
+		{Pattern: loginPattern, Open: true, Handler: http.HandlerFunc(s.showLogin)},
+		{Pattern: loginPost, Open: true, Handler: http.HandlerFunc(s.login)},
+		{Pattern: uiPattern, Handler: http.FileServerFS(ui)},
+	} {
+		if a, ok := added[r.Pattern]; ok {
+			r = a
+			delete(added, r.Pattern)
+		}
+		s.handle(r)
+	}
+	for _, r := range cfg.Routes {
+		if _, ok := added[r.Pattern]; ok {
+			s.handle(r)
+		}
+	}
+	return &Handler{s: s}, nil
 }
 
 func (s *server) registerMetrics() error {
@@ -134,9 +163,12 @@ func (s *server) registerMetrics() error {
 	return nil
 }
 
-func (s *server) route(pattern string, h http.HandlerFunc) {
-	_, path, _ := strings.Cut(pattern, " ")
-	s.mux.Handle(pattern, s.instrument(path, h))
+// handle registers r on the mux, counted in the metrics by its path.
+func (s *server) handle(r Route) {
+	_, path, _ := strings.Cut(r.Pattern, " ")
+	s.mux.Handle(r.Pattern, s.instrument(path, r.Handler))
+	s.patterns = append(s.patterns, r.Pattern)
+	s.open[r.Pattern] = r.Open
 }
 
 // statusWriter records the status code for metrics; it passes Flush on
@@ -169,61 +201,6 @@ func (s *server) instrument(route string, h http.Handler) http.Handler {
 			s.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 		}
 	})
-}
-
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Log text is data; the UI never needs inline scripts, frames or
-	// foreign origins, so the browser is told to refuse them.
-	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	if s.enter(w, r) {
-		return
-	}
-	if !s.authorized(w, r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="faultline"`)
-		http.Error(w, "unauthorized: a bearer token is required", http.StatusUnauthorized)
-		return
-	}
-	s.mux.ServeHTTP(w, r)
-}
-
-// enter handles the UI's entry page opened with ?token=TOKEN: the right
-// token becomes the session cookie (a browser's EventSource cannot send
-// headers) and the browser is sent to the same page without it, so the
-// token stays out of the history, bookmarks and shared links. Only the
-// entry page takes ?token=; it reports whether it answered.
-func (s *server) enter(w http.ResponseWriter, r *http.Request) bool {
-	q := r.URL.Query()
-	t := q.Get("token")
-	if s.cfg.Token == "" || t == "" || r.URL.Path != "/" || r.Method != http.MethodGet || !s.tokenOK(t) {
-		return false
-	}
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	q.Del("token")
-	u := *r.URL
-	u.RawQuery = q.Encode()
-	http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
-	return true
-}
-
-// authorized checks the bearer token, or the cookie set by enter.
-func (s *server) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if s.cfg.Token == "" {
-		return true
-	}
-	if t, found := BearerToken(r); found && s.tokenOK(t) {
-		return true
-	}
-	if c, err := r.Cookie(tokenCookie); err == nil && s.tokenOK(c.Value) {
-		return true
-	}
-	return false
-}
-
-func (s *server) tokenOK(v string) bool {
-	return subtle.ConstantTimeCompare([]byte(v), []byte(s.cfg.Token)) == 1
 }
 
 // BearerToken returns the token of an "Authorization: Bearer TOKEN" header.

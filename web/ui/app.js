@@ -60,6 +60,11 @@ async function api(path, params) {
     else if (v !== '' && v !== undefined && v !== null) url.searchParams.set(k, v);
   }
   const r = await fetch(url, { credentials: 'same-origin' });
+  if (r.status === 401) {
+    // The session cookie is gone or the token changed: sign in again,
+    // then come back to this very page.
+    location.assign('/login?next=' + encodeURIComponent(location.pathname + location.search));
+  }
   const body = await r.json().catch(() => ({ error: r.statusText }));
   if (!r.ok) throw new Error(body.error || r.statusText);
   return body;
