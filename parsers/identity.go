@@ -60,13 +60,13 @@ func Fingerprint(head []byte) (string, error) {
 // told by content, not by name: logrotate's compress without compressext,
 // or a rotation copied under another name, has no ".gz".
 func IsGzip(head []byte) bool {
-	return len(head) >= 3 && head[0] == 0x1f && head[1] == 0x8b && head[2] == 8
+	return len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b // RFC 1952 ID1, ID2
 }
 
 // FileIsGzip is IsGzip of f's first bytes (read with ReadAt: f's offset
 // does not move).
 func FileIsGzip(f io.ReaderAt) bool {
-	var magic [3]byte
+	var magic [2]byte
 	n, _ := f.ReadAt(magic[:], 0)
 	return IsGzip(magic[:n])
 }

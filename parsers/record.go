@@ -2,7 +2,9 @@
 // plain, Docker json-file and CRI files, joining of multi-line entries into
 // records, and the per-source parsers (Ray, vLLM, NCCL, torch, Python) that
 // turn a record into an event. The shipper, offline diagnose, ingest and the
-// live analyzer all use this one package, so they see the same records.
+// live analyzer all use this one package, so they see the same records: one
+// framer (Decoder, with one long-line policy), one file identity (Identify)
+// and one joiner (a traceback written slowly is still one record).
 package parsers
 
 import (

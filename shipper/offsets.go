@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/faultline/faultline/internal/atomicfile"
 )
 
 // stateFile is the one file in --state-dir that holds every file's offset.
@@ -188,7 +190,7 @@ func (s *Store) Flush() error {
 	s.dirty = false
 	s.mu.Unlock()
 	if err == nil {
-		err = writeAtomic(filepath.Join(s.dir, stateFile), b)
+		err = atomicfile.WriteFile(filepath.Join(s.dir, stateFile), b, 0o600)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -212,36 +214,6 @@ func (s *Store) prune(before time.Time) {
 			delete(s.files, k)
 		}
 	}
-}
-
-// writeAtomic replaces path with b: write a temporary file beside it, fsync
-// it, rename it over path, fsync the folder so the rename is durable.
-func writeAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // tracker advances one open file's persisted offset over the contiguous

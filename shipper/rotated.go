@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/faultline/faultline/parsers"
 )
 
 // rotatedFile is a rotated copy of a followed file: name.N or name.N.gz
@@ -23,7 +25,7 @@ import (
 type rotatedFile struct {
 	path string
 	n    int
-	gz   bool
+	gz   bool // named .gz (for ordering); readRotated decides by content
 }
 
 // rotatedSiblings lists the rotated copies of path, oldest first.
@@ -112,12 +114,10 @@ func (sh *Shipper) readRotated(ctx context.Context, src source, rf rotatedFile) 
 		return
 	}
 	di := statDevIno(fi)
-	var fp string
-	if rf.gz {
-		fp, err = gzFingerprint(f, fi.Size())
-	} else {
-		fp, err = fingerprint(f)
-	}
+	// Compressed or not is told by the magic bytes: logrotate's compress
+	// without compressext leaves no ".gz".
+	rf.gz = parsers.FileIsGzip(f)
+	fp, err := fingerprint(f)
 	switch {
 	case errors.Is(err, errNotReady):
 		return // empty, or one line without its newline: nothing to frame yet
@@ -264,20 +264,6 @@ func rotatedSum(f *os.File, size int64, gz bool, off int64) string {
 	return sumBytes(b)
 }
 
-// gzFingerprint is fingerprint of the decompressed content.
-func gzFingerprint(f *os.File, size int64) (string, error) {
-	zr, err := gzip.NewReader(io.NewSectionReader(f, 0, size))
-	if err != nil {
-		return "", err
-	}
-	head := make([]byte, fingerprintBytes)
-	n, err := io.ReadFull(zr, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return "", err
-	}
-	return fingerprintHead(head[:n])
-}
-
 // gzISize reads the uncompressed length (mod 2^32) from the gzip trailer.
 func gzISize(f *os.File, size int64) (uint32, bool) {
 	var b [4]byte
@@ -420,4 +406,14 @@ func (sh *Shipper) heldBack(path string, size int64) {
 	}
 	sh.metrics.skipped.WithLabelValues("no-first-line").Inc()
 	sh.log.Info("file held back: its first line has no newline yet", "file", path, "bytes", size)
+}
+
+// isGzipFile tells a gzip file by its magic bytes, whatever its name.
+func isGzipFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return parsers.FileIsGzip(f)
 }

@@ -245,9 +245,9 @@ func (sh *Shipper) start(ctx context.Context, src source) {
 			sh.log.Debug("read as a rotation of its live file", "file", src.path, "live", base)
 		}
 		return
-	} else if strings.HasSuffix(src.path, ".gz") {
+	} else if isGzipFile(src.path) {
 		sh.mu.Unlock()
-		sh.skip(src.path, "compressed", errors.New("a .gz file is read only as a rotation of the live file beside it"))
+		sh.skip(src.path, "compressed", errors.New("a gzip file is read only as a rotation of the live file beside it"))
 		return
 	} else if other, ok := sh.inodes[statDevIno(fi)]; ok && other != src.path {
 		sh.mu.Unlock()

@@ -48,12 +48,11 @@ const (
 	// rewritten from the start.
 	checkpointEvery = 16 << 10
 	maxCheckpoints  = 64
-	// fingerprintBytes of the first line identify a file (with dev+inode);
-	// the same formula as parsers.FileIdentity so IDs match offline ingest.
-	fingerprintBytes = 4096
 )
 
-var errNotReady = errors.New("file has no complete first line yet")
+// errNotReady: the file's first line is incomplete, so its identity may
+// still change; it is not read yet.
+var errNotReady = parsers.ErrNoFirstLine
 
 // devIno is a file's place on disk: two paths with the same devIno are one
 // file (a glob matching both foo.log and a rename of it).
@@ -66,27 +65,17 @@ func statDevIno(fi os.FileInfo) devIno {
 	return devIno{}
 }
 
-// fingerprint hashes the first line (at most fingerprintBytes) of f. It fails
-// with errNotReady until that line is complete, so that the identity of a
-// file being written does not change under us.
+// fingerprint is the fingerprint part of parsers.Identify (the one identity
+// function, so record IDs match offline reading; gzip files are fingerprinted
+// by their decompressed content). It fails with errNotReady until the first
+// line is complete, so that the identity of a file being written does not
+// change under us.
 func fingerprint(f *os.File) (string, error) {
-	head := make([]byte, fingerprintBytes)
-	n, err := f.ReadAt(head, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
+	id, err := parsers.Identify(f)
+	if err != nil {
 		return "", err
 	}
-	return fingerprintHead(head[:n])
-}
-
-// fingerprintHead is fingerprint of the first bytes of a file.
-func fingerprintHead(head []byte) (string, error) {
-	if i := bytes.IndexByte(head, '\n'); i >= 0 {
-		head = head[:i]
-	} else if len(head) < fingerprintBytes {
-		return "", errNotReady
-	}
-	sum := sha256.Sum256(head)
-	return hex.EncodeToString(sum[:8]), nil
+	return id.FP, nil
 }
 
 // source is what a cursor reads: where it is, what to call it.
@@ -124,7 +113,7 @@ type cursor struct {
 	line     int   // physical lines consumed before base
 	long     bool  // inside an overlong line: keeping its head, skipping the rest
 	longOff  int64
-	longHead []byte
+	longHead []byte // the line's first dec.LineLimit() bytes
 
 	dec  *parsers.Decoder
 	join *parsers.Joiner
@@ -177,8 +166,9 @@ func sumAt(r io.ReaderAt, off int64) string {
 	return sumBytes(b)
 }
 
+// fileKey is the file's identity as records carry it (parsers.FileID).
 func fileKey(di devIno, fp string) string {
-	return strconv.FormatUint(di.dev, 10) + ":" + strconv.FormatUint(di.ino, 10) + ":" + fp
+	return parsers.FileID{Dev: di.dev, Ino: di.ino, FP: fp}.String()
 }
 
 // newCursor prepares a cursor over an open file, resuming at the persisted
@@ -257,10 +247,18 @@ func (c *cursor) init() {
 	c.nextCk = c.base + c.ckEvery
 	c.long = false
 	c.dec = parsers.NewDecoder(parsers.FormatAuto)
-	origin := parsers.Origin{Cluster: c.sh.cfg.Cluster, Node: c.sh.cfg.Node, Container: c.src.container,
+	container := c.src.container
+	if container == "" {
+		// Named as offline reading names it (a json-file log's config.v2.json
+		// or "<name>-json.log").
+		container = parsers.ContainerOf(c.src.path)
+	}
+	origin := parsers.Origin{Cluster: c.sh.cfg.Cluster, Node: c.sh.cfg.Node, Container: container,
 		File: c.src.display, FileID: c.fileID()}
 	c.now = time.Now()
-	c.join = parsers.NewJoiner(origin, parsers.JoinOptions{Now: c.clock}, c.emit)
+	// ReadTime: a record without any time takes the time it was read
+	// (offline, the file's modification time stands for it).
+	c.join = parsers.NewJoiner(origin, parsers.JoinOptions{Now: c.clock, ReadTime: true}, c.emit)
 	c.tracker = &tracker{store: c.sh.store, key: c.key, path: c.src.path, gen: c.gen, id: c.id}
 	if c.key == "" {
 		c.tracker.store = nil
@@ -290,16 +288,19 @@ func (c *cursor) fill() (int, error) {
 		c.r = 0
 	}
 	if c.w == len(c.buf) {
-		// A line fills the whole buffer: grow it up to the line limit, then
-		// keep the head of the line and skip to its end.
-		if len(c.buf) <= parsers.DefaultMaxLineBytes {
+		// A line fills the whole buffer: grow it up to the decoder's line
+		// limit (the one long-line policy), then keep the head of the line
+		// and skip to its end; DecodeCut marks the cut as offline reading does.
+		c.dec.Detect(c.buf[:c.w]) // the first line: the limit depends on the format
+		limit := c.dec.LineLimit()
+		if len(c.buf) <= limit {
 			nb := make([]byte, 2*len(c.buf))
 			copy(nb, c.buf[:c.w])
 			c.buf = nb
 		} else {
 			c.long = true
 			c.longOff = c.base
-			c.longHead = append(c.longHead[:0], c.buf[:parsers.DefaultMaxLineBytes]...)
+			c.longHead = append(c.longHead[:0], c.buf[:limit]...)
 			// Said now, not when (if ever) its newline comes.
 			c.warn("line too long, keeping its head and skipping to its end", c.longOff,
 				fmt.Sprintf("no newline in %d bytes", c.w))
@@ -326,7 +327,7 @@ func (c *cursor) lines() {
 		if c.long {
 			size := c.base - c.longOff + int64(i) + 1
 			c.log.Info("overlong line ended", "offset", c.longOff, "bytes", size, "kept", len(c.longHead))
-			c.feed(c.longHead, c.longOff, size)
+			c.feedCut(c.longHead, c.longOff, size, size-int64(len(c.longHead))-1)
 			c.long = false
 			if cap(c.buf) > 4*readBufSize && c.w-c.r-i-1 <= readBufSize {
 				nb := make([]byte, readBufSize+keepBehind)
@@ -399,12 +400,15 @@ func (c *cursor) addMetrics() {
 }
 
 // feed hands one physical line to the decoder and the joiner.
-func (c *cursor) feed(raw []byte, off, size int64) {
+func (c *cursor) feed(raw []byte, off, size int64) { c.feedCut(raw, off, size, 0) }
+
+// feedCut is feed of a line of which dropped bytes after raw were skipped.
+func (c *cursor) feedCut(raw []byte, off, size, dropped int64) {
 	c.line++
 	c.mLines++
 	c.mBytes += size
 	c.fifo = append(c.fifo, lineMark{off, c.line})
-	l, ok, err := c.dec.Decode(raw, off, size, c.line)
+	l, ok, err := c.dec.DecodeCut(raw, off, size, c.line, dropped)
 	if err != nil {
 		c.warn("bad input", off, err.Error())
 	} else if bytes.IndexByte(raw, 0) >= 0 {
@@ -546,7 +550,12 @@ func (c *cursor) finish() {
 // drain frames the unterminated last line and emits every partial line and
 // pending record.
 func (c *cursor) drain() {
-	if c.r < c.w && !c.long {
+	if c.long {
+		// An overlong last line without its newline: its head, as offline.
+		size := c.base - c.longOff
+		c.feedCut(c.longHead, c.longOff, size, size-int64(len(c.longHead)))
+		c.long = false
+	} else if c.r < c.w {
 		n := c.w - c.r
 		c.feed(c.buf[c.r:c.w], c.base, int64(n))
 		c.r = c.w
