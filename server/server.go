@@ -408,7 +408,7 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 		// still replaying the stream (a liveness probe must not kill
 		// a long warm-up, hence 200).
 		body["status"] = "warming"
-		body["warm_up"] = map[string]uint64{"seq": s.warmSeq.Load(), "last": s.warmLast.Load()}
+		body["warm_up"] = map[string]uint64{"from": s.ckpt.from.Load(), "seq": s.warmSeq.Load(), "last": s.warmLast.Load()}
 	}
 	// Probes need no token; with a token set, the counts are for those
 	// who hold it.
