@@ -5,6 +5,10 @@
 
 const state = {
   q: '', since: '', until: '', from: 0, size: 50,
+  // after is the cursor of the page at from (the server's next of the page
+  // before it): deep pages cost no more than the first. cursors keeps the
+  // cursor of each page seen, for the previous button.
+  after: '', cursors: {},
   filters: { node: [], container: [], source: [], level: [] },
   findings: [], live: null,
 };
@@ -90,6 +94,7 @@ function urlParams() {
   if (state.until) p.set('until', state.until);
   for (const f of facetFields) for (const v of state.filters[f]) p.append(f, v);
   if (state.from) p.set('from', state.from);
+  if (state.from && state.after) p.set('after', state.after);
   return p;
 }
 
@@ -100,6 +105,7 @@ function fromURL() {
   state.until = p.get('until') || '';
   for (const f of facetFields) state.filters[f] = p.getAll(f);
   state.from = Math.max(0, parseInt(p.get('from') || '0', 10) || 0);
+  state.after = p.get('after') || '';
   $('q').value = state.q;
   $('since').value = state.since;
   $('until').value = state.until;
@@ -108,14 +114,21 @@ function fromURL() {
 // search runs the current state's search; a new search (not one the back
 // button restored) is recorded in the browser's history.
 async function search(fromHistory) {
+  if (!state.from) {
+    // A new search or the first page: cursors of another query are void.
+    state.after = '';
+    state.cursors = {};
+  }
   const qs = urlParams().toString();
   const url = location.pathname + (qs ? '?' + qs : '');
   if (fromHistory !== true && url !== location.pathname + location.search) history.pushState(null, '', url);
   setStatus('Searching…');
   try {
     const res = await api('api/search', {
-      ...queryParams(), from: state.from, size: state.size, facets: 1, histogram: 60, highlight: 1,
+      ...queryParams(), size: state.size, facets: 1, histogram: 60, highlight: 1,
+      ...(state.after ? { after: state.after } : { from: state.from }),
     });
+    state.cursors[state.from + state.size] = res.next || '';
     renderResults(res);
     renderFacets(res.facets || {});
     renderHistogram(res.histogram || []);
@@ -123,7 +136,7 @@ async function search(fromHistory) {
     const ms = (res.took_ns / 1e6).toFixed(1);
     setStatus(`${res.total} hits · ${ms} ms` + (res.errors ? ' · partial: ' + res.errors.join('; ') : ''));
     $('prev').disabled = state.from === 0;
-    $('next').disabled = state.from + state.size >= res.total;
+    $('next').disabled = !res.next;
   } catch (e) {
     setStatus('Search failed: ' + e.message, true);
   }
@@ -333,8 +346,16 @@ function init() {
   $('search-form').addEventListener('submit', (e) => { e.preventDefault(); readForm(); search(); });
   $('context-close').addEventListener('click', () => { $('context').hidden = true; });
   document.addEventListener('keydown', (e) => { if (e.key === 'Escape') $('context').hidden = true; });
-  $('prev').addEventListener('click', () => { state.from = Math.max(0, state.from - state.size); search(); });
-  $('next').addEventListener('click', () => { state.from += state.size; search(); });
+  $('prev').addEventListener('click', () => {
+    state.from = Math.max(0, state.from - state.size);
+    state.after = state.cursors[state.from] || '';
+    search();
+  });
+  $('next').addEventListener('click', () => {
+    state.after = state.cursors[state.from + state.size] || '';
+    state.from += state.size;
+    search();
+  });
   $('live').addEventListener('change', (e) => setLive(e.target.checked));
   $('by-node').addEventListener('change', () => renderResults({ hits: state.lastHits || [] }));
   api('api/syntax').then((s) => { $('syntax').textContent = s.syntax; }).catch(() => {});
