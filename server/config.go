@@ -8,6 +8,7 @@
 package server
 
 import (
+	"context"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -15,8 +16,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/faultline/faultline/shipper"
 	"github.com/faultline/faultline/sink"
+	"github.com/faultline/faultline/transport"
 	"github.com/faultline/faultline/web"
 )
 
@@ -28,7 +29,7 @@ type Config struct {
 	NATSListen string
 	// NATS.URL set means: use that external server or cluster instead of
 	// the embedded one, with these credentials (the shipper's options).
-	NATS      shipper.NATSOptions
+	NATS      transport.NATSOptions
 	HTTP      string   // HTTP listen address; "" disables HTTP
 	HTTPToken string   // when set, HTTP requests need "Authorization: Bearer HTTPToken"
 	Webhook   string   // URL findings are POSTed to; "" disables it
@@ -75,6 +76,9 @@ type Config struct {
 	DemoFS    fs.FS
 	DemoPace  time.Duration // total replay time of the demo
 	DemoNodes []string      // optional subset of node folders
+	// DemoShip runs one in-process shipper of the demo (serve does not
+	// link the shipper: cmd/analyzer passes it in); required with a demo.
+	DemoShip DemoShipFunc
 
 	Stdout io.Writer    // finding blocks
 	Log    *slog.Logger // operational log
@@ -86,6 +90,11 @@ type Config struct {
 	// onHTTP, in tests, receives the HTTP handler (to walk its routes).
 	onHTTP func(*web.Handler)
 }
+
+// DemoShipFunc tails the files matching paths as node, publishing to the
+// NATS server of nats and keeping its offsets under stateDir, until ctx
+// ends.
+type DemoShipFunc func(ctx context.Context, node string, paths []string, nats transport.NATSOptions, stateDir string, log *slog.Logger) error
 
 // Addrs are the addresses Run actually bound (useful with port 0 / -1).
 type Addrs struct {

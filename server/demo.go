@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -14,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/faultline/faultline/shipper"
+	"github.com/faultline/faultline/transport"
 )
 
 // runDemo plays the nodes of the demo source (cfg.DemoFS, else the folder
@@ -32,6 +33,9 @@ func (s *server) runDemo(ctx context.Context, natsURL, httpAddr string) error {
 	nodes, err := demoNodes(src, from, cfg.DemoNodes)
 	if err != nil {
 		return err
+	}
+	if cfg.DemoShip == nil {
+		return errors.New("demo: no shipper to replay it with (Config.DemoShip)")
 	}
 	tmp, err := os.MkdirTemp("", "faultline-demo-")
 	if err != nil {
@@ -53,14 +57,9 @@ func (s *server) runDemo(ctx context.Context, natsURL, httpAddr string) error {
 			return fmt.Errorf("demo: %w", err)
 		}
 		wg.Go(func() {
-			err := shipper.Run(ctx, shipper.Config{
-				Paths:    []string{filepath.Join(live, "*"), filepath.Join(live, "*", "*")},
-				Node:     node,
-				NATS:     shipper.NATSOptions{URL: natsURL, User: cfg.NATS.User, Password: cfg.NATS.Password, Token: cfg.NATS.Token},
-				StateDir: filepath.Join(tmp, "state", node),
-				Log:      cfg.Log.With("shipper", node),
-				Metrics:  shipper.NewMetrics(),
-			})
+			err := cfg.DemoShip(ctx, node, []string{filepath.Join(live, "*"), filepath.Join(live, "*", "*")},
+				transport.NATSOptions{URL: natsURL, User: cfg.NATS.User, Password: cfg.NATS.Password, Token: cfg.NATS.Token},
+				filepath.Join(tmp, "state", node), cfg.Log.With("shipper", node))
 			if err != nil && ctx.Err() == nil {
 				cfg.Log.Error("demo shipper", "node", node, "err", err)
 			}

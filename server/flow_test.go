@@ -13,7 +13,7 @@ import (
 
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 // Under a backlog larger than serve indexes within the ack wait, messages
@@ -45,17 +45,17 @@ func TestBacklogIsNotRedelivered(t *testing.T) {
 			if i == 0 {
 				first = r.ID
 			}
-			body = wire.AppendRecord(body, &r)
+			body = transport.AppendRecord(body, &r)
 		}
-		msg := &nats.Msg{Subject: wire.LogsSubject("dgx", "spark-1"), Data: body, Header: nats.Header{}}
-		msg.Header.Set(wire.HeaderMsgID, wire.MsgID(first, per))
-		msg.Header.Set(wire.HeaderCount, strconv.Itoa(per))
+		msg := &nats.Msg{Subject: transport.LogsSubject("dgx", "spark-1"), Data: body, Header: nats.Header{}}
+		msg.Header.Set(transport.HeaderMsgID, transport.MsgID(first, per))
+		msg.Header.Set(transport.HeaderCount, strconv.Itoa(per))
 		if _, err := js.PublishMsg(context.Background(), msg); err != nil {
 			t.Fatal(err)
 		}
 	}
 	testutil.CheckFor(t, 120*time.Second, 100*time.Millisecond, func() error {
-		c, err := js.Consumer(context.Background(), wire.StreamName, "analyzer")
+		c, err := js.Consumer(context.Background(), transport.StreamName, "analyzer")
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/faultline/faultline/pipeline"
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/shipper"
+	"github.com/faultline/faultline/transport"
 )
 
 const seedDir = "../testdata/logs/seed/failed"
@@ -46,6 +47,9 @@ func startServer(t *testing.T, cfg Config) *running {
 	}
 	if cfg.HTTP == "" {
 		cfg.HTTP = "127.0.0.1:0"
+	}
+	if cfg.DemoShip == nil {
+		cfg.DemoShip = demoShip
 	}
 	r := &running{stdout: &testutil.Buffer{}, log: &testutil.Buffer{}}
 	cfg.Stdout = r.stdout
@@ -134,6 +138,11 @@ func waitFinding(t testing.TB, get func() []rule.Finding, id, confidence string)
 		return fmt.Errorf("no %s finding (confidence %q) yet", id, confidence)
 	})
 	return found
+}
+
+// demoShip is cmd/analyzer's: the demo's nodes are replayed by real shippers.
+func demoShip(ctx context.Context, node string, paths []string, nats transport.NATSOptions, stateDir string, log *slog.Logger) error {
+	return shipper.Run(ctx, shipper.Config{Paths: paths, Node: node, NATS: nats, StateDir: stateDir, Log: log, Metrics: shipper.NewMetrics()})
 }
 
 // startShipper runs an in-process shipper tailing dir for node.

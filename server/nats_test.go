@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/shipper"
+	"github.com/faultline/faultline/transport"
 )
 
 // TestNATSPortInUse: a taken NATS port fails serve at once with the
@@ -44,7 +44,7 @@ func TestExternalNATSUnreachable(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Config{DataDir: t.TempDir(), NATS: shipper.NATSOptions{URL: "nats://" + dead}, HTTP: httpAddr,
+		done <- Run(ctx, Config{DataDir: t.TempDir(), NATS: transport.NATSOptions{URL: "nats://" + dead}, HTTP: httpAddr,
 			Log: slog.New(slog.NewTextHandler(&log, nil))})
 	}()
 	defer func() {

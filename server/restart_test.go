@@ -22,7 +22,7 @@ import (
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/rule"
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 // buildBin builds the command in ../cmd/NAME into a temporary folder.
@@ -87,11 +87,11 @@ func publishRecords(t *testing.T, js jetstream.JetStream, recs []parsers.Record,
 		recs = recs[len(b):]
 		var body []byte
 		for i := range b {
-			body = wire.AppendRecord(body, &b[i])
+			body = transport.AppendRecord(body, &b[i])
 		}
-		msg := &nats.Msg{Subject: wire.LogsSubject(b[0].Cluster, b[0].Node), Data: body, Header: nats.Header{}}
-		msg.Header.Set(wire.HeaderMsgID, wire.MsgID(b[0].ID, len(b)))
-		msg.Header.Set(wire.HeaderCount, strconv.Itoa(len(b)))
+		msg := &nats.Msg{Subject: transport.LogsSubject(b[0].Cluster, b[0].Node), Data: body, Header: nats.Header{}}
+		msg.Header.Set(transport.HeaderMsgID, transport.MsgID(b[0].ID, len(b)))
+		msg.Header.Set(transport.HeaderCount, strconv.Itoa(len(b)))
 		// At least once, as the shipper does: a publish in flight when the
 		// server died gets no ack, so it is sent again under the same
 		// Nats-Msg-Id and the stream's duplicate window drops a second copy.
@@ -155,7 +155,7 @@ func TestKillRestart(t *testing.T) {
 	p2 := startAnalyzer(t, bin, args...)
 	publishRecords(t, js, recs[half:], 3)
 	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		info, err := js.Consumer(context.Background(), wire.StreamName, "analyzer")
+		info, err := js.Consumer(context.Background(), transport.StreamName, "analyzer")
 		if err != nil {
 			return err
 		}

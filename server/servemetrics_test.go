@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 // scrape reads /metrics into name{labels} -> value.
@@ -50,7 +50,7 @@ func TestServeMetrics(t *testing.T) {
 		return nil
 	})
 	// A message that is not records: counted, and the consumer goes on.
-	if _, err := nc.Request(wire.LogsSubject("default", "broken"), []byte("this is not a record\n"), 5*time.Second); err != nil {
+	if _, err := nc.Request(transport.LogsSubject("default", "broken"), []byte("this is not a record\n"), 5*time.Second); err != nil {
 		t.Fatalf("publish a bad message: %v", err)
 	}
 	testutil.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {

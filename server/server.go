@@ -25,8 +25,8 @@ import (
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/sink"
+	"github.com/faultline/faultline/transport"
 	"github.com/faultline/faultline/web"
-	"github.com/faultline/faultline/wire"
 )
 
 // server is one run of serve: its connections and the state shared by the
@@ -38,7 +38,6 @@ type server struct {
 	engine *rule.Engine
 	idx    index.Store // Bleve on disk today
 	hook   *webhook
-	held   heldMsgs // taken from the stream, not acknowledged yet (see flow.go)
 	seen   *seenSet
 
 	// warming is set until the warm-up replay is done; warmSeq of warmLast
@@ -47,8 +46,8 @@ type server struct {
 	warmSeq, warmLast atomic.Uint64
 	ckpt              checkpointer // where the warm-up starts (checkpoint.go)
 
-	acks      chan jetstream.Msg
-	unindexed atomic.Int64 // records evaluated but not yet known flushed (the index lag)
+	acks      chan transport.AckFunc // of handled batches, settled after an index flush
+	unindexed atomic.Int64           // records evaluated but not yet known flushed (the index lag)
 	records   atomic.Int64
 	connErr   atomic.Value // string: the last failed NATS connection attempt's error, "" once connected
 	// For /metrics (servemetrics.go).
@@ -76,7 +75,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	s := &server{
 		cfg: cfg, log: cfg.Log, engine: rule.NewEngine(rules),
-		seen: newSeenSet(1 << 18), acks: make(chan jetstream.Msg, 4096),
+		seen: newSeenSet(1 << 18), acks: make(chan transport.AckFunc, 4096),
 		liveEvents: web.NewHub[*parsers.Event](1024), liveFindings: web.NewHub[rule.Finding](64),
 	}
 	s.engine.OnSlowRule(cfg.RuleBudget, func(id string, took time.Duration, ev *parsers.Event) {
@@ -185,15 +184,16 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	s.warming.Store(false)
-	cons, err := ensureConsumer(ctx, st, cfg.Durable, cfg.AckWait)
+	cons, err := transport.NewConsumer(ctx, st, transport.ConsumerOptions{Durable: cfg.Durable, AckWait: cfg.AckWait,
+		MaxPayload: int(s.nc.MaxPayload()), Log: s.log})
 	if err != nil {
 		return err
 	}
-	s.cons.Store(cons)
+	defer cons.Close()
+	s.cons.Store(cons.JetStream())
 
 	wg.Go(func() { s.hook.run(runCtx) })
 	wg.Go(func() { s.ackLoop(runCtx) })
-	wg.Go(func() { s.held.keepAlive(runCtx, cfg.AckWait) })
 	wg.Go(func() { s.watchRules(runCtx) })
 	if cfg.Demo != "" || cfg.DemoFS != nil {
 		wg.Go(func() {
@@ -247,7 +247,7 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 	if s.cfg.beforeWarmUp != nil {
 		s.cfg.beforeWarmUp()
 	}
-	cp, occ := s.startWarmUp(info, []string{wire.StreamSubjects})
+	cp, occ := s.startWarmUp(info, []string{transport.StreamSubjects})
 	if info.State.Msgs == 0 {
 		return nil
 	}
@@ -272,7 +272,7 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 		if err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
-		recs, _ := wire.Decode(msg.Data())
+		recs, _ := transport.Decode(msg.Data())
 		for i := range recs {
 			ev := parsers.Parse(recs[i])
 			if s.warmRecord(cp, md.Sequence.Stream, i, &ev) {
@@ -287,22 +287,18 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 	}
 }
 
-// handle evaluates and indexes the records of one message and hands the
-// message to the acker, which acks it once the index has flushed it.
-func (s *server) handle(msg jetstream.Msg) {
-	recs, err := wire.Decode(msg.Data())
-	if err != nil {
-		// The good records before the bad line are still used; a
-		// redelivery would fail the same way, so the message is acked.
-		s.log.Warn("bad message", "subject", msg.Subject(), "err", err)
+// handle evaluates and indexes the records of one batch and hands its ack
+// to the acker, which acks it once the index has flushed it.
+func (s *server) handle(b transport.Batch, ack transport.AckFunc) {
+	if b.Err != nil {
+		// The good records before the fault are still used; a
+		// redelivery would fail the same way, so the batch is acked.
+		s.log.Warn("bad message", "subject", b.Subject, "seq", b.Seq, "err", b.Err)
 		s.badMessages.Add(1)
 	}
-	var seq uint64 // its stream sequence (0: unknown, the next warm-up replays everything)
-	if md, err := msg.Metadata(); err == nil {
-		seq = md.Sequence.Stream
-	}
-	for i := range recs {
-		ev := parsers.Parse(recs[i])
+	seq := b.Seq // its stream sequence (0: unknown, the next warm-up replays everything)
+	for i := range b.Records {
+		ev := parsers.Parse(b.Records[i])
 		if ev.ID == "" {
 			continue
 		}
@@ -320,7 +316,7 @@ func (s *server) handle(msg jetstream.Msg) {
 		s.unindexed.Add(1)
 		s.records.Add(1)
 	}
-	s.acks <- msg
+	s.acks <- ack
 }
 
 // ackLoop acknowledges messages in batches after an index flush, so an
@@ -329,7 +325,7 @@ func (s *server) handle(msg jetstream.Msg) {
 func (s *server) ackLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.AckInterval)
 	defer t.Stop()
-	var pending []jetstream.Msg
+	var pending []transport.AckFunc
 	flush := func() {
 		if len(pending) == 0 {
 			return
@@ -339,12 +335,11 @@ func (s *server) ackLoop(ctx context.Context) {
 			s.log.Warn("index flush; acks delayed", "err", err)
 			return
 		}
-		for _, m := range pending {
-			if err := m.Ack(); err != nil {
+		for _, ack := range pending {
+			if err := ack(ctx, nil); err != nil {
 				s.log.Warn("ack", "err", err)
 			}
 		}
-		s.held.done(pending)
 		s.unindexed.Add(-n)
 		pending = pending[:0]
 		s.saveCheckpoint() // what the engine observed is in the stream: safe to start there

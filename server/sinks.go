@@ -5,7 +5,7 @@ import (
 
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/sink"
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 // newSinks is where serve's findings go, in this order: the webhook outbox
@@ -24,7 +24,7 @@ func (s *server) newSinks() *sink.Changes {
 	out = append(out,
 		sink.NewStore(s.idx),
 		sink.NewText(s.cfg.Stdout, stored),
-		sink.NewNATS(s.nc, wire.FindingsSubject),
+		sink.NewNATS(s.nc, transport.FindingsSubject),
 		sink.NewLive(s.liveFindings))
 	out = append(out, s.cfg.Sinks...)
 	return sink.NewChanges(stored, out)

@@ -20,7 +20,7 @@ import (
 	"github.com/faultline/faultline/internal/loggen"
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 // BenchmarkShipper is the benchmark: a 2-million-line json-file log
@@ -167,7 +167,7 @@ func streamRecordCount(b *testing.B, url string) int {
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := js.Stream(ctx, wire.StreamName)
+	s, err := js.Stream(ctx, transport.StreamName)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func streamRecordCount(b *testing.B, url string) int {
 		if err != nil {
 			b.Fatal(err)
 		}
-		n, _ := strconv.Atoi(m.Headers().Get(wire.HeaderCount))
+		n, _ := strconv.Atoi(m.Headers().Get(transport.HeaderCount))
 		total += n
 		md, _ := m.Metadata()
 		seq = md.Sequence.Stream
@@ -205,7 +205,7 @@ func TestFloorProcess(t *testing.T) {
 	}
 	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16))
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: wire.StreamName, Subjects: []string{wire.StreamSubjects},
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: transport.StreamName, Subjects: []string{transport.StreamSubjects},
 		Storage: jetstream.FileStorage}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 // The real binary runs from a --config file (path, node, cluster, nats,
@@ -49,7 +49,7 @@ func TestConfigFile(t *testing.T) {
 				}
 				return nil
 			})
-			if got, subject := c.subjects[wire.LogsSubject("dgx", tt.node)], wire.LogsSubject("dgx", tt.node); got != 100 {
+			if got, subject := c.subjects[transport.LogsSubject("dgx", tt.node)], transport.LogsSubject("dgx", tt.node); got != 100 {
 				t.Errorf("%d records on %s, want 100 (subjects %v)", got, subject, c.subjects)
 			}
 			// The acknowledged offsets are kept in the file's state-dir.

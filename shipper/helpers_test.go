@@ -17,7 +17,7 @@ import (
 
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 var (
@@ -134,7 +134,7 @@ func readStreamWith(t testing.TB, url string, opts ...nats.Option) *contents {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := &contents{ids: map[string]int{}, subjects: map[string]int{}}
-	s, err := js.Stream(ctx, wire.StreamName)
+	s, err := js.Stream(ctx, transport.StreamName)
 	if err != nil {
 		return c
 	}
@@ -155,15 +155,15 @@ func readStreamWith(t testing.TB, url string, opts ...nats.Option) *contents {
 		if err != nil {
 			t.Fatalf("reading stream: %v", err)
 		}
-		recs, err := wire.Decode(m.Data())
+		recs, err := transport.Decode(m.Data())
 		if err != nil {
 			t.Fatalf("bad message: %v", err)
 		}
-		if got := m.Headers().Get(wire.HeaderCount); got != fmt.Sprint(len(recs)) {
+		if got := m.Headers().Get(transport.HeaderCount); got != fmt.Sprint(len(recs)) {
 			t.Fatalf("Faultline-Count %q, body has %d records", got, len(recs))
 		}
-		if id := m.Headers().Get(wire.HeaderMsgID); id != wire.MsgID(recs[0].ID, len(recs)) {
-			t.Fatalf("Nats-Msg-Id %q, want %q", id, wire.MsgID(recs[0].ID, len(recs)))
+		if id := m.Headers().Get(transport.HeaderMsgID); id != transport.MsgID(recs[0].ID, len(recs)) {
+			t.Fatalf("Nats-Msg-Id %q, want %q", id, transport.MsgID(recs[0].ID, len(recs)))
 		}
 		c.msgs++
 		c.subjects[m.Subject()] += len(recs)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 // A batch handed to Publish is delivered even when the caller's context ends
@@ -29,7 +29,7 @@ func TestPublishOutlivesCaller(t *testing.T) {
 	var acked atomic.Int32
 	for i := range n {
 		cctx, stop := context.WithCancel(ctx)
-		err := p.Publish(cctx, &batch{subject: wire.LogsSubject("c", "spark-1"), body: []byte("{}\n"), count: 1,
+		err := p.Publish(cctx, &batch{subject: transport.LogsSubject("c", "spark-1"), body: []byte("{}\n"), count: 1,
 			msgID: fmt.Sprintf("outlive-%d", i), onAck: func() { acked.Add(1) }})
 		stop() // the reader is gone
 		if err != nil {

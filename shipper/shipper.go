@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 // Config is everything a shipper needs. Zero durations and sizes take the
@@ -140,7 +140,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	sh := &Shipper{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, store: store,
-		subject: wire.LogsSubject(cfg.Cluster, cfg.Node),
+		subject: transport.LogsSubject(cfg.Cluster, cfg.Node),
 		paths:   map[string]bool{}, inodes: map[devIno]string{}, once: map[string]bool{}}
 
 	storeCtx, stopStore := context.WithCancel(context.Background())

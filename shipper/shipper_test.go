@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 func shipperArgs(url, node, state string, extra ...string) []string {
@@ -62,7 +62,7 @@ func TestTwoShippersEveryRecordOnce(t *testing.T) {
 			t.Fatalf("record ID %s is not RecordID(node, file_id, offset) = %s", r.ID, recordID(r))
 		}
 	}
-	_ = wire.StreamName
+	_ = transport.StreamName
 }
 
 // `docker logs -f ... | shipper -`: stdin is shipped and the shipper exits

@@ -17,7 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/faultline/faultline/parsers"
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 // Why not github.com/hpcloud/tail: its Line has no offset, and Tell() reads
@@ -117,7 +117,7 @@ type cursor struct {
 
 	dec  *parsers.Decoder
 	join *parsers.Joiner
-	enc  wire.Encoder
+	enc  transport.Encoder
 	// now is the joiner's clock: the time of the last read, not of every
 	// line (a clock read per line costs more than joining it); it is set
 	// after every read and before every idle flush.
@@ -447,7 +447,7 @@ func (c *cursor) emit(r parsers.Record) {
 	n := len(c.body) - start
 	if n > c.sh.hardLimit {
 		c.body = c.body[:start]
-		wire.FitRecord(&r, c.sh.hardLimit)
+		transport.FitRecord(&r, c.sh.hardLimit)
 		c.sh.metrics.truncated.Inc()
 		c.log.Warn("record larger than a message, truncated", "offset", r.Offset, "line", r.Line, "bytes", n, "limit", c.sh.hardLimit)
 		c.body = c.enc.Append(c.body, &r)
@@ -520,7 +520,7 @@ func (c *cursor) closeBatch(advance bool) {
 	t := c.tracker
 	t.add(m)
 	b := &batch{subject: c.subject, body: c.body, count: c.count,
-		msgID: wire.MsgID(c.firstID, c.count), onAck: func() { t.ack(m) }}
+		msgID: transport.MsgID(c.firstID, c.count), onAck: func() { t.ack(m) }}
 	c.body = c.sh.pub.body()
 	c.count = 0
 	if err := c.sh.pub.Publish(c.ctx, b); err != nil {

@@ -93,6 +93,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer os.RemoveAll(dir)
 		cfg.DataDir = dir
 	}
+	cfg.DemoShip = shipDemo
 	cfg.Stdout = stdout
 	cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	applyMemoryLimit(int64(*memLimit), cfg.Log)

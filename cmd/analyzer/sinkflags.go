@@ -14,7 +14,7 @@ import (
 
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/sink"
-	"github.com/faultline/faultline/wire"
+	"github.com/faultline/faultline/transport"
 )
 
 // sinkFlags are the finding sinks every mode can add to its own: a webhook,
@@ -68,7 +68,7 @@ func (f *sinkFlags) build(stdout io.Writer, log *slog.Logger) (sink.Multi, error
 			out.Close()
 			return nil, fmt.Errorf("--publish-nats %s: %w", redactURL(f.natsURL), err)
 		}
-		out = append(out, sink.NewNATS(nc, wire.FindingsSubject), closer(nc.Close))
+		out = append(out, sink.NewNATS(nc, transport.FindingsSubject), closer(nc.Close))
 	}
 	switch f.jsonFile {
 	case "":

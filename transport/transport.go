@@ -1,8 +1,7 @@
-// Package wire is the NATS side of the shipper/analyzer contract: subject
-// names, header names and the NDJSON batch codec. Any NATS client can read
-// the stream: a message body is newline-delimited JSON, one parsers.Record
-// per line, with the json tags of parsers.Record.
-package wire
+// Package transport is how log records travel between shippers and the
+// analyzer over NATS JetStream: subjects, the batch wire format, connection
+// options, and a publisher and a consumer whose batches carry their ack.
+package transport
 
 import (
 	"strconv"

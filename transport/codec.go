@@ -1,4 +1,4 @@
-package wire
+package transport
 
 import (
 	"bytes"
@@ -289,7 +289,7 @@ func Decode(body []byte) ([]parsers.Record, error) {
 		}
 		var r parsers.Record
 		if err := json.Unmarshal(line, &r); err != nil {
-			return out, fmt.Errorf("wire: record %d of message: %w", n, err)
+			return out, fmt.Errorf("transport: record %d of message: %w", n, err)
 		}
 		out = append(out, r)
 	}
