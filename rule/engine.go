@@ -372,7 +372,13 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string, hits [
 		ref.seen = e.gen
 		start := time.Now()
 		vals, hit := ref.m.extract(ev, text, &e.memo)
-		e.timed(ref.r.ID, start, ev)
+		if e.timed(ref.r.ID, start) {
+			// Once more, without the memo of this event's regex results.
+			var memo regexMemo
+			again := time.Now()
+			ref.m.extract(ev, text, &memo)
+			e.slow(ref.r.ID, time.Since(again), ev)
+		}
 		if len(vals) == 0 {
 			return
 		}
@@ -661,7 +667,11 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 	env := r.env(ls)
 	start := time.Now()
 	ok, err := expr.Run(r.condition, env)
-	e.timed(r.ID, start, ev)
+	if e.timed(r.ID, start) {
+		again := time.Now()
+		expr.Run(r.condition, env)
+		e.slow(r.ID, time.Since(again), ev)
+	}
 	if err != nil {
 		e.countError(r.ID, err)
 		return nil
