@@ -53,6 +53,7 @@ type server struct {
 	// For /metrics (servemetrics.go).
 	evaluated   atomic.Int64
 	badMessages atomic.Int64
+	natsErrors  atomic.Int64 // asynchronous NATS errors (slow consumer drops, permissions)
 	cons        atomic.Value // jetstream.Consumer, once created
 
 	// announcer passes new and changed findings on to the sinks (sinks.go).
@@ -121,7 +122,17 @@ func Run(ctx context.Context, cfg Config) error {
 			nats.ConnectHandler(func(*nats.Conn) { s.connErr.Store("") }),
 			nats.ReconnectHandler(func(*nats.Conn) { s.connErr.Store("") }))
 	}
-	opts = append(opts, nats.Name("faultline-analyzer"))
+	opts = append(opts, nats.Name("faultline-analyzer"),
+		// Asynchronous errors (a slow consumer dropping messages, a
+		// permission refused) are logged and counted, never silent.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			s.natsErrors.Add(1)
+			subj := ""
+			if sub != nil {
+				subj = sub.Subject
+			}
+			s.log.Warn("NATS error", "err", err, "subject", subj)
+		}))
 	s.nc, err = nats.Connect(natsURL, opts...)
 	if err != nil {
 		return fmt.Errorf("nats %s: %w", natsURL, err)
