@@ -29,7 +29,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	dataDir := fs.String("data-dir", "./faultline-data", "index `DIR` (shared with serve, ingest, search)")
 	addr := fs.String("http", "127.0.0.1:8080", "listen `ADDR`; keep it on loopback unless a token is set")
-	token := fs.String("http-token", "", "require this bearer `TOKEN` (default $FAULTLINE_HTTP_TOKEN); the browser passes it once as ?token=")
+	token := fs.String("http-token", "", "require this `TOKEN` on every route but /healthz (default $FAULTLINE_HTTP_TOKEN): as a bearer header, or a browser signs in on the login page (or opens ?token= once)")
 	tokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this `FILE`")
 	searchTimeout := fs.Duration("search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
 	memLimit := memoryLimitFlag(fs)
@@ -56,7 +56,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError("%v", err)
 	}
 	defer idx.Close()
-	h, err := web.NewHandler(web.Config{Index: idx, Token: *token, Logger: log})
+	h, err := uiHandler(idx, *token, log)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Faultline UI on %s (index %s); Ctrl-C to stop\n", url, *dataDir)
 	if *token != "" {
 		// The token is not printed: terminals are logged and shared.
-		fmt.Fprintf(stdout, "It wants the HTTP token: open %s?token=TOKEN once in the browser\n", url)
+		fmt.Fprintf(stdout, "It wants the HTTP token: sign in on the page, or open %s?token=TOKEN once\n", url)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
@@ -89,4 +89,10 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		srv.Close() // SSE clients hold connections open
 	}
 	return nil
+}
+
+// uiHandler is ui's HTTP surface: the web package's, over an index on disk
+// (tests walk its routes).
+func uiHandler(idx *index.Index, token string, log *slog.Logger) (*web.Handler, error) {
+	return web.NewHandler(web.Config{Index: idx, Token: token, Logger: log})
 }
