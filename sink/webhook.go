@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/faultline/faultline/rule"
@@ -52,7 +54,7 @@ func (p *Poster) Post(ctx context.Context, f rule.Finding) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
+		return fmt.Errorf("webhook URL: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	c := p.Client
@@ -61,11 +63,17 @@ func (p *Poster) Post(ctx context.Context, f rule.Finding) error {
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
+		// Not the URL: a Slack or Alertmanager hook's path is its secret,
+		// and these errors are logged.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("post to %s: %w", req.URL.Host, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("webhook: status %s", resp.Status)
+		return fmt.Errorf("post to %s: status %s", req.URL.Host, resp.Status)
 	}
 	return nil
 }

@@ -109,12 +109,16 @@ func TestDiagnoseWebhookPostsFindings(t *testing.T) {
 func TestDiagnoseWebhookFailureExits4(t *testing.T) {
 	h := newHookServer(t, func() bool { return true })
 	want := diagnoseJSON(t, seed+"/failed")
-	out, errs, code := diagnose(t, "--json", "--webhook", h.URL, "--webhook-attempts", "3", "--webhook-backoff", "1ms", seed+"/failed")
+	// A Slack hook's path is its secret: the errors name the host only.
+	out, errs, code := diagnose(t, "--json", "--webhook", h.URL+"/services/T0/B0/SECRET", "--webhook-attempts", "3", "--webhook-backoff", "1ms", seed+"/failed")
 	if code != 4 {
 		t.Fatalf("exit %d, want 4\n%s", code, errs)
 	}
 	if !strings.Contains(errs, "not posted after 3 attempts") || !strings.Contains(errs, "502") {
 		t.Errorf("stderr does not say the posts failed and why:\n%s", errs)
+	}
+	if strings.Contains(errs, "SECRET") {
+		t.Errorf("stderr shows the webhook's secret path:\n%s", errs)
 	}
 	if n := strings.Count(strings.TrimSpace(out), "\n") + 1; n != len(want) {
 		t.Errorf("report has %d lines, want %d findings", n, len(want))
@@ -269,4 +273,19 @@ func TestServeWritesFindingsJSONLines(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// An endpoint that cannot be reached: exit 4, and the error names the host,
+// not the hook's secret path (the HTTP client's error quotes the whole URL).
+func TestDiagnoseWebhookUnreachableHidesPath(t *testing.T) {
+	h := httptest.NewServer(http.NotFoundHandler())
+	h.Close()
+	_, errs, code := diagnose(t, "--webhook", h.URL+"/services/T0/B0/SECRET", "--webhook-attempts", "2", "--webhook-backoff", "1ms", seed+"/failed")
+	if code != 4 {
+		t.Fatalf("exit %d, want 4\n%s", code, errs)
+	}
+	host := strings.TrimPrefix(h.URL, "http://")
+	if !strings.Contains(errs, "post to "+host) || strings.Contains(errs, "SECRET") {
+		t.Errorf("stderr should name %s and not the path:\n%s", host, errs)
+	}
 }
