@@ -247,7 +247,9 @@ func (s *server) waitStream(ctx context.Context, js jetstream.JetStream, natsURL
 // warmUp replays the stream into the engine before consuming, without
 // indexing or alerting anew: facts proven before a restart must still join
 // facts that arrive after it, and the engine keeps its state in memory only.
-// Findings it re-derives equal the stored ones and are not announced again.
+// It starts where the engine's checkpoint says its kept launches began
+// (checkpoint.go). Findings it re-derives equal the stored ones and are not
+// announced again.
 func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 	info, err := st.Info(ctx)
 	if err != nil {
@@ -255,10 +257,10 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 	}
 	last := info.State.LastSeq
 	s.warmLast.Store(last)
+	cp, occ := s.startWarmUp(info, []string{transport.StreamSubjects})
 	if s.cfg.beforeWarmUp != nil {
 		s.cfg.beforeWarmUp()
 	}
-	cp, occ := s.startWarmUp(info, []string{transport.StreamSubjects})
 	if info.State.Msgs == 0 {
 		return nil
 	}
