@@ -1,7 +1,9 @@
 // Package server is `analyzer serve`: it consumes log records from NATS
 // JetStream (an embedded server by default), parses them, runs the rule
-// engine on every event as it arrives, indexes the events in Bleve, and
-// announces findings on the terminal, on NATS, over a webhook and over HTTP.
+// engine on every event as it arrives, indexes the events (an index.Store,
+// Bleve today), and announces findings to its sinks (package sink): the
+// terminal, NATS, a webhook through a durable outbox, the store and the web
+// UI's live stream, plus any in Config.Sinks.
 //
 // One data path with `diagnose`: records become events with parsers.Parse and
 // go through the same rule.Engine, so the same logs give the same findings.
