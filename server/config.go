@@ -33,7 +33,7 @@ type Config struct {
 	// the embedded one, with these credentials (the shipper's options).
 	NATS      transport.NATSOptions
 	HTTP      string   // HTTP listen address; "" disables HTTP
-	HTTPToken string   // when set, HTTP requests need "Authorization: Bearer HTTPToken"
+	HTTPToken string   // when set, every HTTP route but /healthz and the login page wants it (web.Config.Token)
 	Webhook   string   // URL findings are POSTed to; "" disables it
 	RuleDirs  []string // watched rule directories, merged over the built-in pack
 	RulesOnly bool     // use only RuleDirs

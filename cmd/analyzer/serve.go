@@ -44,7 +44,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.NATS.TLSCert, "tls-cert", "", "client certificate `FILE`")
 	fs.StringVar(&cfg.NATS.TLSKey, "tls-key", "", "client key `FILE`")
 	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:8080", "HTTP listen `ADDR` (empty: off)")
-	fs.StringVar(&cfg.HTTPToken, "http-token", "", "require this bearer `TOKEN` on every HTTP request (set it when --http is not on localhost; default $FAULTLINE_HTTP_TOKEN)")
+	fs.StringVar(&cfg.HTTPToken, "http-token", "", "require this `TOKEN` on every HTTP route but /healthz (set it when --http is not on localhost; default $FAULTLINE_HTTP_TOKEN): as a bearer header, or a browser signs in on the login page (or opens ?token= once)")
 	httpTokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this `FILE`")
 	fs.DurationVar(&cfg.SearchTimeout, "search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
 	memLimit := memoryLimitFlag(fs)
