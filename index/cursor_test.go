@@ -159,4 +159,8 @@ func TestBadCursor(t *testing.T) {
 	if _, err := x.Search(ctx, Query{Text: "ray", Size: 1, After: res.Next}); err != nil {
 		t.Errorf("the cursor itself: %v", err)
 	}
+	// A count without hits (the timeline's per node) has no page to start.
+	if r, err := x.Search(ctx, Query{Text: "ray", Nodes: []string{"spark-1"}, Size: -1, After: res.Next}); err != nil || r.Total == 0 {
+		t.Errorf("a count with a cursor: %d, %v", r.Total, err)
+	}
 }

@@ -261,7 +261,7 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 		return Result{}, fmt.Errorf("search: bad sort %q (want -time, time or score)", q.Sort)
 	}
 	var after *cursor
-	if q.After != "" {
+	if q.After != "" && size > 0 { // counts alone (the timeline's) have no page to start
 		if from > 0 {
 			return Result{}, fmt.Errorf("%w: from and after together (after already says where the page starts)", ErrBadCursor)
 		}
