@@ -79,7 +79,8 @@ while :; do
 done
 metrics=$(curl -fs "http://127.0.0.1:$http_port/metrics")
 consumed=$(echo "$metrics" | awk '$1 == "faultline_records_consumed_total" { printf "%d", $2 }')
-kill -INT "$serve_pid"
+# serve_pid is /usr/bin/time's: stop serve, its child, and let time report.
+pkill -INT -P "$serve_pid" || true
 wait "$serve_pid" || true
 read -r _ usr sys rss < "$work/serve.time"
 slow=$(echo "$metrics" | awk '$1 == "faultline_nats_errors_total" { printf "%d", $2 }')
