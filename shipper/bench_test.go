@@ -63,6 +63,7 @@ func BenchmarkShipper(b *testing.B) {
 		b.ReportMetric(ship.rate, "records/s")
 		b.ReportMetric(ship.cpuPerM, "CPU-s/Mrec")
 		b.ReportMetric(ship.rssMB, "peakRSS-MB")
+		b.ReportMetric(ship.storedRatio, "stored/raw")
 		b.ReportMetric(floor.rate, "floor-records/s")
 		b.ReportMetric(floor.cpuPerM, "floor-CPU-s/Mrec")
 	}
@@ -74,6 +75,7 @@ type result struct {
 	name                string
 	secs, rate, cpuPerM float64
 	rssMB               float64
+	storedRatio         float64 // bytes stored in JetStream / raw log bytes (shipper run only)
 }
 
 func (r result) String() string {
@@ -135,8 +137,13 @@ func runMeasured(b *testing.B, name string, cmd *exec.Cmd, _ func(*serverHandle)
 		// Records in the stream, for the record count of the rate.
 		// Lines joined into multi-line records make fewer records than
 		// lines; rates are per input line, as Fluent Bit's figure is.
-		n := streamRecordCount(b, s.ClientURL())
+		n, stored := streamRecordCount(b, s.ClientURL())
 		b.Logf("%s: %d lines became %d records in the stream", name, lines, n)
+		b.Logf("%s: the stream stores %d bytes for %d raw log bytes: %.3fx", name, stored, fi.Size(), float64(stored)/float64(fi.Size()))
+		res := result{name: name, secs: elapsed.Seconds(), rate: float64(lines) / elapsed.Seconds(),
+			cpuPerM: cpu / (float64(lines) / 1e6), rssMB: float64(ru.Maxrss) / 1024}
+		res.storedRatio = float64(stored) / float64(fi.Size())
+		return res
 	}
 	return result{name: name, secs: elapsed.Seconds(), rate: float64(lines) / elapsed.Seconds(),
 		cpuPerM: cpu / (float64(lines) / 1e6), rssMB: float64(ru.Maxrss) / 1024}
@@ -157,8 +164,10 @@ func savedOffset(state string) int64 {
 	return 0
 }
 
-// streamRecordCount sums Faultline-Count over the stream's messages.
-func streamRecordCount(b *testing.B, url string) int {
+// streamRecordCount sums Faultline-Count over the stream's messages; it
+// also returns the bytes the stream stores (JetStream's own count: bodies,
+// headers, subjects and per-message overhead).
+func streamRecordCount(b *testing.B, url string) (int, uint64) {
 	nc, err := nats.Connect(url)
 	if err != nil {
 		b.Fatal(err)
@@ -187,7 +196,7 @@ func streamRecordCount(b *testing.B, url string) int {
 		md, _ := m.Metadata()
 		seq = md.Sequence.Stream
 	}
-	return total
+	return total, info.State.Bytes
 }
 
 // TestFloorProcess is the floor of the benchmark when run as a child process

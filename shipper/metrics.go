@@ -42,7 +42,7 @@ func NewMetrics() *Metrics {
 		recordsMade:   f("records_read_total", "Records framed and joined, before publishing."),
 		batches:       f("acks_total", "Batches acknowledged by JetStream."),
 		records:       f("records_published_total", "Records in acknowledged batches."),
-		bytes:         f("published_bytes_total", "Body bytes of acknowledged batches."),
+		bytes:         f("published_bytes_total", "Bytes of acknowledged batches as sent (framed and compressed)."),
 		duplicates:    f("duplicate_acks_total", "Batches the server already had (dropped by Nats-Msg-Id)."),
 		publishErrors: f("publish_errors_total", "Failed publish attempts (each is retried)."),
 		reconnects:    f("reconnects_total", "NATS reconnections."),

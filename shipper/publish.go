@@ -38,6 +38,7 @@ type PublisherOptions struct {
 	MaxInFlight int           // batches awaiting a PubAck (default 16)
 	AckTimeout  time.Duration // a PubAck not received by then means retry (default 5s)
 	Name        string        // connection name shown by the server
+	Compression string        // of the batches: "s2" (default), "zstd" or "none"
 }
 
 // Connect connects to NATS (retrying in the background if the server is not
@@ -45,14 +46,14 @@ type PublisherOptions struct {
 // exists.
 func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po PublisherOptions, log *slog.Logger, m *Metrics) (*Publisher, error) {
 	tp, err := transport.Connect(ctx, no, so, transport.PublisherOptions{
-		MaxInFlight: po.MaxInFlight, AckTimeout: po.AckTimeout, Name: po.Name, Log: log,
+		MaxInFlight: po.MaxInFlight, AckTimeout: po.AckTimeout, Name: po.Name, Log: log, Compression: po.Compression,
 		Hooks: transport.PublishHooks{
 			Reconnected: func() { m.reconnects.Inc() },
 			WindowFull:  func() { m.windowFull.Inc() },
 			Stored: func(msg *transport.Message) {
 				m.batches.Inc()
 				m.records.Add(float64(msg.Count))
-				m.bytes.Add(float64(len(msg.Body)))
+				m.bytes.Add(float64(msg.Sent))
 			},
 			Duplicate: func(*transport.Message) { m.duplicates.Inc() },
 			Failed:    func(*transport.Message, error) { m.publishErrors.Inc() },

@@ -5,7 +5,7 @@
 // acknowledged the records below it.
 //
 // Data flow per file: cursor (read, frame lines) → parsers.Decoder →
-// parsers.Joiner → batch (NDJSON) → Publisher (async, bounded window) →
+// parsers.Joiner → batch (transport.Encoder) → Publisher (async, bounded window) →
 // PubAck → tracker (contiguous acknowledged prefix) → Store (atomic file).
 package shipper
 
@@ -46,6 +46,8 @@ type Config struct {
 	Stream      StreamOptions
 	MaxInFlight int
 	AckTimeout  time.Duration
+	// Compression of the batches: "s2" (default), "zstd" or "none".
+	Compression string
 
 	StateDir     string
 	FlushTimeout time.Duration // joiner idle flush
@@ -148,7 +150,7 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { store.Run(storeCtx); close(storeDone) }()
 	defer func() { stopStore(); <-storeDone }()
 
-	sh.pub, err = Connect(ctx, cfg.NATS, cfg.Stream, PublisherOptions{MaxInFlight: cfg.MaxInFlight, AckTimeout: cfg.AckTimeout,
+	sh.pub, err = Connect(ctx, cfg.NATS, cfg.Stream, PublisherOptions{MaxInFlight: cfg.MaxInFlight, AckTimeout: cfg.AckTimeout, Compression: cfg.Compression,
 		Name: "faultline-shipper " + cfg.Node}, cfg.Log, cfg.Metrics)
 	if err != nil {
 		return err

@@ -2,6 +2,8 @@ package transport
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -27,36 +29,128 @@ func AppendRecord(dst []byte, r *parsers.Record) []byte {
 	return appendEnd(dst, r)
 }
 
-// Encoder is AppendRecord for a stream of records: the encoding of the
-// origin fields (cluster, node, container, file, file_id), the same for
-// every record of a file, and the date and time of the last whole second are
-// remembered instead of being encoded again. The output is byte for byte
-// AppendRecord's. The zero value is ready to use; not safe for concurrent use.
+// Encoder writes the payload of a format-2 batch (see the package doc): for
+// a stream of records, the fields the records of a file share (cluster,
+// node, container, file, file_id) go once into an origin line, and each
+// record line has only its own fields: a 24-hex-digit ID as 16 base64
+// characters, offset and line only where they do not follow from the
+// record before, no zero time. The zero value is ready to use; not safe for
+// concurrent use.
+//
+// A batch body is whatever the caller appends to: a body that starts empty,
+// or that changed since the encoder's last Append (bytes cut or moved by
+// the caller), starts with an origin line again. A record that takes the
+// body past the capacity of the smallest empty body the encoder has seen
+// carries its origin and position itself: the shipper sends such a record,
+// when it does not fit the message, alone in a new body.
 type Encoder struct {
 	cluster, node, container, file, fileID string
-	origin                                 []byte
+	origin                                 []byte // the origin line
 	originOK                               bool
+
+	lastLen  int   // len(dst) after the last Append
+	limit    int   // capacity of the smallest empty body seen (0: none yet)
+	nextOff  int64 // the offset and line a record following the last one has
+	nextLine int
 
 	sec     int64    // Unix second of secText
 	secText [19]byte // "2006-01-02T15:04:05" of sec in UTC
 	secOK   bool
 }
 
-// Append appends r to dst as AppendRecord does.
+// Append appends r to the batch body dst.
 func (e *Encoder) Append(dst []byte, r *parsers.Record) []byte {
+	start := len(dst)
+	if start == 0 && cap(dst) > 0 && (e.limit == 0 || cap(dst) < e.limit) {
+		e.limit = cap(dst)
+	}
+	whole := start == 0 || start != e.lastLen
 	if !e.originOK || r.Cluster != e.cluster || r.Node != e.node || r.Container != e.container ||
 		r.File != e.file || r.FileID != e.fileID {
 		e.cluster, e.node, e.container, e.file, e.fileID = r.Cluster, r.Node, r.Container, r.File, r.FileID
-		e.origin = appendOrigin(e.origin[:0], r)
+		e.origin = append(append(append(e.origin[:0], `{"origin":{`...), appendOrigin(nil, r)[1:]...), "}}\n"...)
 		e.originOK = true
+		whole = true
 	}
-	dst = append(dst, `{"id":`...)
-	dst = appendString(dst, r.ID)
-	dst = append(dst, e.origin...)
-	dst = appendTail(dst, r)
-	dst = append(dst, `,"time":"`...)
-	dst = e.appendTime(dst, r.Time)
-	return appendEnd(dst, r)
+	dst = e.appendLean(dst, r, whole)
+	if !whole && e.limit > 0 && len(dst) > e.limit {
+		dst = e.appendLean(dst[:start], r, true)
+	}
+	e.lastLen = len(dst)
+	e.nextOff = r.Offset + r.Size
+	e.nextLine = r.Line + max(r.Lines, 1)
+	return dst
+}
+
+// appendLean writes r's line, after the origin line when whole.
+func (e *Encoder) appendLean(dst []byte, r *parsers.Record, whole bool) []byte {
+	if whole {
+		dst = append(dst, e.origin...)
+	}
+	if id, ok := compactID(r.ID); ok {
+		dst = append(dst, `{"i":"`...)
+		dst = append(dst, id[:]...)
+		dst = append(dst, '"')
+	} else {
+		dst = append(dst, `{"id":`...)
+		dst = appendString(dst, r.ID)
+	}
+	if whole || r.Offset != e.nextOff {
+		dst = append(dst, `,"offset":`...)
+		dst = appendInt(dst, r.Offset)
+	}
+	if r.Size != 0 {
+		dst = append(dst, `,"size":`...)
+		dst = appendInt(dst, r.Size)
+	}
+	if whole || r.Line != e.nextLine {
+		dst = append(dst, `,"line":`...)
+		dst = appendInt(dst, int64(r.Line))
+	}
+	if r.Lines != 0 {
+		dst = append(dst, `,"lines":`...)
+		dst = appendInt(dst, int64(r.Lines))
+	}
+	if !r.Time.IsZero() {
+		dst = append(dst, `,"time":"`...)
+		dst = e.appendTime(dst, r.Time)
+		dst = append(dst, '"')
+	}
+	if r.Stream != "" {
+		dst = append(dst, `,"stream":`...)
+		dst = appendString(dst, r.Stream)
+	}
+	dst = append(dst, `,"text":`...)
+	dst = appendString(dst, r.Text)
+	return append(dst, "}\n"...)
+}
+
+// compactID is a record ID of 24 lower-case hex digits (parsers.RecordID)
+// as the base64 (URL alphabet, unpadded) of its 12 bytes.
+func compactID(id string) (out [16]byte, ok bool) {
+	if len(id) != 24 {
+		return out, false
+	}
+	var raw [12]byte
+	for i := range raw {
+		hi, lo := unhex(id[2*i]), unhex(id[2*i+1])
+		if hi > 15 || lo > 15 {
+			return out, false
+		}
+		raw[i] = hi<<4 | lo
+	}
+	base64.RawURLEncoding.Encode(out[:], raw[:])
+	return out, true
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 255
 }
 
 // appendTime is Time.AppendFormat(RFC3339Nano) with the whole second of UTC
@@ -273,10 +367,43 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// Decode splits a message body into records. Empty lines are skipped; a line
-// that is not a record is an error naming its position in the message.
+// Decode splits a message body into records: a format-2 frame (compressed
+// or not) or a format-1 body (NDJSON of whole records). Empty lines are
+// skipped; a line that is not a record is an error naming its position in
+// the message, with the records before it returned. A frame that cannot be
+// read (unknown version or compression, corrupt data) is an error saying so
+// and gives no records.
 func Decode(body []byte) ([]parsers.Record, error) {
+	if len(body) > 0 && body[0] == frameMagic {
+		payload, err := unframe(body)
+		if err != nil {
+			return nil, err
+		}
+		return decodeLines(payload, true)
+	}
+	return decodeLines(body, false)
+}
+
+// leanRecord is a record line of format 2: fields absent from the line keep
+// what the origin line and the record before gave them.
+type leanRecord struct {
+	*parsers.Record
+	I string `json:"i"`
+}
+
+type originLine struct {
+	Origin struct {
+		Cluster   string `json:"cluster"`
+		Node      string `json:"node"`
+		Container string `json:"container"`
+		File      string `json:"file"`
+		FileID    string `json:"file_id"`
+	} `json:"origin"`
+}
+
+func decodeLines(body []byte, lean bool) ([]parsers.Record, error) {
 	var out []parsers.Record
+	var origin, next parsers.Record // next: origin with the offset and line a following record has
 	for n := 1; len(body) > 0; n++ {
 		line := body
 		if i := bytes.IndexByte(body, '\n'); i >= 0 {
@@ -287,17 +414,51 @@ func Decode(body []byte) ([]parsers.Record, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var r parsers.Record
-		if err := json.Unmarshal(line, &r); err != nil {
+		if !lean {
+			var r parsers.Record
+			if err := json.Unmarshal(line, &r); err != nil {
+				return out, fmt.Errorf("transport: record %d of message: %w", n, err)
+			}
+			out = append(out, r)
+			continue
+		}
+		if bytes.HasPrefix(line, []byte(`{"origin":`)) {
+			var o originLine
+			if err := json.Unmarshal(line, &o); err != nil {
+				return out, fmt.Errorf("transport: origin line %d of message: %w", n, err)
+			}
+			origin = parsers.Record{Cluster: o.Origin.Cluster, Node: o.Origin.Node, Container: o.Origin.Container,
+				File: o.Origin.File, FileID: o.Origin.FileID}
+			next = origin
+			continue
+		}
+		r := next
+		lr := leanRecord{Record: &r}
+		if err := json.Unmarshal(line, &lr); err != nil {
 			return out, fmt.Errorf("transport: record %d of message: %w", n, err)
 		}
+		if lr.I != "" {
+			raw, err := base64.RawURLEncoding.DecodeString(lr.I)
+			if err != nil || len(raw) != 12 {
+				return out, fmt.Errorf("transport: record %d of message: bad compact id %q", n, lr.I)
+			}
+			r.ID = hex.EncodeToString(raw)
+		}
 		out = append(out, r)
+		next = origin
+		next.Offset, next.Line = r.Offset+r.Size, r.Line+max(r.Lines, 1)
 	}
 	return out, nil
 }
 
 // TruncateMarker ends the text of a record cut to fit one message.
 const TruncateMarker = " …[truncated by shipper]"
+
+// originSlack bounds how much longer the origin line and a record line of
+// format 2 are than the record written whole (format 1): the origin line's
+// wrapper ({"origin":{...}} and a newline) and the "offset" and "line"
+// fields, always written after an origin line.
+const originSlack = 64
 
 // FitText returns text cut so that the record's encoding stays within limit
 // bytes (the rest of the record takes overhead bytes). The cut is on a UTF-8
@@ -362,9 +523,13 @@ func escapedLen(s string) int {
 	return n
 }
 
-// FitRecord cuts r.Text (with TruncateMarker) so that AppendRecord(r) takes
-// at most limit bytes. It reports whether it cut.
+// FitRecord cuts r.Text (with TruncateMarker) so that an Encoder writes r
+// in at most limit bytes, even as the first record of a body (after its
+// origin line). It reports whether it cut.
 func FitRecord(r *parsers.Record, limit int) bool {
+	// A whole record of format 1 is at most originSlack bytes shorter than
+	// an origin line and a record line of format 2.
+	limit -= originSlack
 	n := len(AppendRecord(nil, r))
 	if n <= limit {
 		return false

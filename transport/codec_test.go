@@ -136,37 +136,123 @@ func BenchmarkAppendRecord(b *testing.B) {
 	}
 }
 
-// TestEncoderMatchesAppendRecord: the Encoder's remembered origin and second
-// never change a byte, across origin changes, time zones and odd times.
-func TestEncoderMatchesAppendRecord(t *testing.T) {
+// TestEncoderRoundTrip: what the Encoder writes (format 2: origin lines,
+// compact IDs, implied offsets and lines) decodes to the records it was
+// given, field for field, across origin changes, time zones, odd times and
+// texts, IDs that are not 24 hex digits, and records out of file order.
+func TestEncoderRoundTrip(t *testing.T) {
 	base := time.Date(2025, 10, 23, 3, 54, 46, 0, time.UTC)
 	times := []time.Time{{}, base, base.Add(123456789), base.Add(100), base.Add(time.Second + 5e8),
 		base.Add(time.Second + 120000), base.Add(-time.Hour), time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC),
-		base.In(time.FixedZone("x", 3600)), base.Local(), time.Date(10000, 1, 1, 0, 0, 0, 5, time.UTC),
-		time.Date(-1, 1, 1, 0, 0, 0, 5, time.UTC), base.Add(7)}
+		base.In(time.FixedZone("x", 3600)), base.Add(7)}
 	origins := []parsers.Record{
 		{Cluster: "dgx", Node: "spark-1", File: "/var/log/x.log", FileID: "1:2:ab"},
 		{Cluster: "dgx", Node: "spark-2", Container: "node-1", File: "/tmp/ray/session_latest/logs/w.out"},
-		{Cluster: "c<&>", Node: "n\"\\", File: "é\u2028\xff"},
+		{Cluster: "c<&>", Node: "n\"\\", File: "é\u2028"},
 	}
-	texts := []string{"", "plain", "(RayWorkerWrapper pid=223) INFO 10-23 03:54:46 [x.py:1] rank 1 <a> & \"b\" \\ \t\x01\x7f é 漢字 \U0001F600 \u2028\u2029 \xff\xfe end",
-		strings.Repeat("abcdefg<", 5), strings.Repeat("\xe2\x80\xa8x", 3)}
+	texts := []string{"", "plain", "(RayWorkerWrapper pid=223) INFO 10-23 03:54:46 [x.py:1] rank 1 <a> & \"b\" \\ \t\x01\x7f é 漢字 \U0001F600 \u2028\u2029 end",
+		strings.Repeat("abcdefg<", 5)}
+	ids := []string{"", "0123456789abcdef01234567", "0123456789ABCDEF01234567", "stdin~3", "0123456789abcdef0123456"}
 	var e Encoder
-	var got, want []byte
+	var body []byte
+	var want []parsers.Record
 	n := 0
+	var off int64
+	line := 1
 	for _, o := range origins {
 		for _, ts := range times {
 			for _, tx := range texts {
 				r := o
-				r.ID, r.Offset, r.Size, r.Line, r.Lines, r.Time, r.Stream, r.Text = "0123456789abcdef01234567", int64(n*997), int64(n%3), n, n%2, ts, []string{"", "stdout"}[n%2], tx
-				n++
-				got = e.Append(got, &r)
-				want = AppendRecord(want, &r)
-				if string(got) != string(want) {
-					t.Fatalf("record %d:\n got %s\nwant %s", n, got, want)
+				size := int64(n % 3 * 40)
+				lines := n % 4
+				if n%7 == 3 { // out of order: a joined record emitted late
+					off, line = off-500, line-9
 				}
+				r.ID, r.Offset, r.Size, r.Line, r.Lines, r.Time, r.Stream, r.Text = ids[n%len(ids)], off, size, line, lines, ts, []string{"", "stdout"}[n%2], tx
+				if n%5 == 0 {
+					r.ID = parsers.RecordID(r.Node, r.FileID, r.Offset)
+				}
+				off, line = off+size, line+max(lines, 1)
+				n++
+				body = e.Append(body, &r)
+				want = append(want, r)
 			}
 		}
+	}
+	var f Framer
+	got, err := Decode(f.Append(nil, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d records decoded, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(normalize(got[i]), normalize(want[i])) {
+			t.Fatalf("record %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestEncoderBodiesStandAlone follows the shipper's batching (shipper/tail.go
+// emit): a body is closed at a soft limit, and a record that takes it past
+// the hard limit is cut out and starts the next body alone. Every body must
+// decode on its own to exactly its records, origin included: a record
+// moved alone to a body would otherwise have no origin line before it.
+func TestEncoderBodiesStandAlone(t *testing.T) {
+	const soft, hard, bodyCap = 600, 900, 750 // the shipper's bodyCap is min(soft+soft/4, hard)
+	var e Encoder
+	body := make([]byte, 0, bodyCap)
+	var inBody []parsers.Record
+	var bodies [][]byte
+	var groups [][]parsers.Record
+	closeBody := func() {
+		if len(inBody) == 0 {
+			return
+		}
+		bodies, groups = append(bodies, body), append(groups, inBody)
+		body, inBody = make([]byte, 0, bodyCap), nil
+	}
+	var off int64
+	for i := 0; i < 400; i++ {
+		text := strings.Repeat("x", 20+(i*37)%120)
+		if i%23 == 5 {
+			text = strings.Repeat("y", 500+(i%3)*150) // a record past the hard limit with most bodies
+		}
+		r := parsers.Record{Cluster: "dgx", Node: "spark-1", File: "/var/log/a.log", FileID: "9:9:ff",
+			Offset: off, Size: int64(len(text) + 1), Line: i + 1, Text: text}
+		r.ID = parsers.RecordID(r.Node, r.FileID, r.Offset)
+		off += r.Size
+		start := len(body)
+		body = e.Append(body, &r)
+		if n := len(body) - start; start > 0 && start+n > hard {
+			rec := append([]byte(nil), body[start:]...)
+			body = body[:start]
+			closeBody()
+			body = append(body, rec...)
+		}
+		inBody = append(inBody, r)
+		if len(body) >= soft {
+			closeBody()
+		}
+	}
+	closeBody()
+	var f Framer
+	alone := 0
+	for i, b := range bodies {
+		got, err := Decode(f.Append(nil, b))
+		if err != nil {
+			t.Fatalf("body %d: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, groups[i]) {
+			t.Fatalf("body %d decodes to\n%+v\nwant\n%+v", i, got, groups[i])
+		}
+		if len(groups[i]) == 1 {
+			alone++
+		}
+	}
+	if alone == 0 {
+		t.Fatal("no record was sent alone: the test does not cover the move")
 	}
 }
 

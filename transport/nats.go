@@ -97,7 +97,7 @@ type StreamOptions struct {
 func (so StreamOptions) StreamConfig(maxPayload int64) jetstream.StreamConfig {
 	cfg := jetstream.StreamConfig{
 		Name:        StreamName,
-		Description: "Faultline log records (NDJSON batches)",
+		Description: "Faultline log records (batches: see package transport)",
 		Subjects:    []string{StreamSubjects},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,

@@ -14,13 +14,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Message is one batch to publish: an encoded body (see Encoder) of Count
-// records and its de-duplication ID (MsgID).
+// Message is one batch to publish: an Encoder's payload of Count records
+// and its de-duplication ID (MsgID). The publisher sends it framed
+// (format 2, compressed).
 type Message struct {
 	Subject string
 	Body    []byte
 	Count   int
 	MsgID   string
+	Sent    int // bytes of the frame sent (set by Publish)
 }
 
 // PublishHooks observe a Publisher (metrics); nil hooks are skipped.
@@ -39,6 +41,8 @@ type PublisherOptions struct {
 	Name        string        // connection name shown by the server
 	Log         *slog.Logger
 	Hooks       PublishHooks
+	// Compression of the frames: "s2" (the default), "zstd" or "none".
+	Compression string
 }
 
 // Publisher publishes batches asynchronously to JetStream with a bounded
@@ -47,12 +51,14 @@ type PublisherOptions struct {
 // unchanged (same body, same Nats-Msg-Id) until acknowledged, so a retry
 // after a lost PubAck is dropped by the server's duplicate window.
 type Publisher struct {
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	log   *slog.Logger
-	hooks PublishHooks
-	slots chan struct{}
-	wg    sync.WaitGroup
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	log    *slog.Logger
+	hooks  PublishHooks
+	framer *Framer
+	frames sync.Pool // frame buffers, back after the ack
+	slots  chan struct{}
+	wg     sync.WaitGroup
 	// Deliveries live until Wait gives up or Close, not as long as the
 	// caller's context: the last batch of stdin is published after stdin's
 	// reader is done, and a stopping shipper still lets its in-flight
@@ -79,11 +85,22 @@ func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po Publisher
 		po.Log = slog.New(slog.DiscardHandler)
 	}
 	log := po.Log
+	if po.Compression == "" {
+		po.Compression = CompressS2.String()
+	}
+	comp, err := ParseCompression(po.Compression)
+	if err != nil {
+		return nil, err
+	}
+	framer, err := NewFramer(comp)
+	if err != nil {
+		return nil, err
+	}
 	auth, err := no.Options()
 	if err != nil {
 		return nil, err
 	}
-	p := &Publisher{log: log, hooks: po.Hooks, slots: make(chan struct{}, po.MaxInFlight)}
+	p := &Publisher{log: log, hooks: po.Hooks, framer: framer, slots: make(chan struct{}, po.MaxInFlight)}
 	p.life, p.stopAll = context.WithCancel(context.Background())
 	opts := append(auth,
 		nats.Name(po.Name),
@@ -216,11 +233,22 @@ func (p *Publisher) Publish(ctx context.Context, m *Message, onAck func()) error
 			return ctx.Err()
 		}
 	}
-	msg := &nats.Msg{Subject: m.Subject, Data: m.Body, Header: nats.Header{}}
+	var frame []byte
+	if b, ok := p.frames.Get().(*[]byte); ok {
+		frame = (*b)[:0]
+	}
+	frame = p.framer.Append(frame, m.Body)
+	m.Sent = len(frame)
+	msg := &nats.Msg{Subject: m.Subject, Data: frame, Header: nats.Header{}}
 	msg.Header.Set(HeaderMsgID, m.MsgID)
 	msg.Header.Set(HeaderCount, strconv.Itoa(m.Count))
 	p.wg.Add(1)
-	go p.deliver(p.life, m, msg, onAck)
+	go p.deliver(p.life, m, msg, func() {
+		p.frames.Put(&frame)
+		if onAck != nil {
+			onAck()
+		}
+	})
 	return nil
 }
 
@@ -236,9 +264,7 @@ func (p *Publisher) deliver(ctx context.Context, m *Message, msg *nats.Msg, onAc
 			if p.hooks.Stored != nil {
 				p.hooks.Stored(m)
 			}
-			if onAck != nil {
-				onAck()
-			}
+			onAck()
 			return
 		}
 		if p.hooks.Failed != nil {

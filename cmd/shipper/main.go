@@ -80,6 +80,7 @@ type fileConfig struct {
 	BatchBytes       int      `yaml:"batch-bytes"`
 	BatchWait        duration `yaml:"batch-wait"`
 	MaxInFlight      int      `yaml:"max-in-flight"`
+	Compression      string   `yaml:"compression"`
 	MetricsAddr      string   `yaml:"metrics-addr"`
 	LogLevel         string   `yaml:"log-level"`
 	MaxAge           duration `yaml:"stream-max-age"`
@@ -113,7 +114,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			NKey: fc.NKey, TLSCA: fc.TLSCA, TLSCert: fc.TLSCert, TLSKey: fc.TLSKey},
 		Stream:   shipper.StreamOptions{MaxAge: time.Duration(fc.MaxAge), MaxBytes: fc.MaxBytes},
 		StateDir: fc.StateDir, FlushTimeout: time.Duration(fc.FlushTimeout), BatchBytes: fc.BatchBytes, BatchWait: time.Duration(fc.BatchWait),
-		MaxInFlight: fc.MaxInFlight, Log: log, Metrics: shipper.NewMetrics(),
+		MaxInFlight: fc.MaxInFlight, Compression: fc.Compression, Log: log, Metrics: shipper.NewMetrics(),
 	}
 	for _, a := range rest {
 		if a != "-" {
@@ -170,6 +171,7 @@ func parseArgs(args []string, stderr io.Writer) (fileConfig, []string, error) {
 	fs.IntVar(&fc.BatchBytes, "batch-bytes", 768<<10, "close a batch at this many `BYTES` (capped below the server's max payload)")
 	fs.Var(&fc.BatchWait, "batch-wait", "close a batch after this long")
 	fs.IntVar(&fc.MaxInFlight, "max-in-flight", 16, "`N` batches awaiting a PubAck before reading stops")
+	fs.StringVar(&fc.Compression, "compression", "s2", "`KIND` of compression of the batches: s2, zstd (smaller, more CPU) or none")
 	fs.StringVar(&fc.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this `ADDR`, e.g. 127.0.0.1:9110 (default off)")
 	fs.StringVar(&fc.LogLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
 	fs.Var(&fc.MaxAge, "stream-max-age", "max age of the stream if the shipper creates it")
@@ -231,7 +233,7 @@ func mergeConfig(file string, fs *pflag.FlagSet, fc *fileConfig) error {
 		"node": {&fc.Node, &y.Node}, "nats": {&fc.NATS, &y.NATS}, "user": {&fc.User, &y.User}, "password": {&fc.Password, &y.Password},
 		"token": {&fc.Token, &y.Token}, "token-file": {&fc.TokenFile, &y.TokenFile}, "creds": {&fc.Creds, &y.Creds}, "nkey": {&fc.NKey, &y.NKey}, "tls-ca": {&fc.TLSCA, &y.TLSCA},
 		"tls-cert": {&fc.TLSCert, &y.TLSCert}, "tls-key": {&fc.TLSKey, &y.TLSKey}, "state-dir": {&fc.StateDir, &y.StateDir},
-		"metrics-addr": {&fc.MetricsAddr, &y.MetricsAddr}, "log-level": {&fc.LogLevel, &y.LogLevel}}
+		"metrics-addr": {&fc.MetricsAddr, &y.MetricsAddr}, "log-level": {&fc.LogLevel, &y.LogLevel}, "compression": {&fc.Compression, &y.Compression}}
 	for name, p := range str {
 		if *p[1] != "" {
 			set(name, func() { *p[0] = *p[1] })

@@ -41,6 +41,7 @@ batch-wait: 40ms
 flush-timeout: 2s
 batch-bytes: 1048576
 max-in-flight: 4
+compression: zstd
 stream-max-age: 72h
 stream-max-bytes: 1073741824
 user: ship
@@ -53,7 +54,7 @@ log-level: debug
 		DockerRoot: "/var/lib/docker", Cluster: "dgx", Node: "spark-1", NATS: "nats://head:4222,nats://head2:4222",
 		User: "ship", Password: "s3cret", TLSCA: "/etc/faultline/ca.pem", StateDir: "/var/lib/faultline-shipper",
 		FlushTimeout: duration(2 * time.Second), BatchBytes: 1 << 20, BatchWait: duration(40 * time.Millisecond),
-		MaxInFlight: 4, LogLevel: "debug", MaxAge: duration(72 * time.Hour), MaxBytes: 1 << 30,
+		MaxInFlight: 4, Compression: "zstd", LogLevel: "debug", MaxAge: duration(72 * time.Hour), MaxBytes: 1 << 30,
 	}
 	tests := []struct {
 		name string
@@ -61,9 +62,9 @@ log-level: debug
 		want func(*fileConfig)
 	}{
 		{"file-only", []string{"--config", file}, func(*fileConfig) {}},
-		{"flags-win", []string{"--config", file, "--node", "spark-9", "--batch-wait", "5ms", "--nats", "nats://other:4222", "--max-in-flight", "32"},
+		{"flags-win", []string{"--config", file, "--node", "spark-9", "--batch-wait", "5ms", "--nats", "nats://other:4222", "--max-in-flight", "32", "--compression", "none"},
 			func(c *fileConfig) {
-				c.Node, c.BatchWait, c.NATS, c.MaxInFlight = "spark-9", duration(5*time.Millisecond), "nats://other:4222", 32
+				c.Node, c.BatchWait, c.NATS, c.MaxInFlight, c.Compression = "spark-9", duration(5*time.Millisecond), "nats://other:4222", 32, "none"
 			}},
 		// --cluster default is given, so it is not the file's dgx.
 		{"flag-equal-to-default-wins", []string{"--config", file, "--cluster", "default", "--log-level=info"},
