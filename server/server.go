@@ -70,6 +70,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	// HTTP first: /healthz answers while the rules load, the NATS store
+	// recovers and the index opens (starting.go); the full handler takes
+	// over below.
+	front, err := listenEarly(cfg)
+	if err != nil {
+		return err
+	}
+	defer front.close()
 	rules, err := rule.Load(cfg.RuleDirs, cfg.RulesOnly)
 	if err != nil {
 		return err
@@ -157,20 +165,13 @@ func Run(ctx context.Context, cfg Config) error {
 	// HTTP comes up before NATS is known to work: while an external server
 	// cannot be reached, /healthz says so and the stored findings are served.
 	addrs := Addrs{NATS: natsURL}
-	if cfg.HTTP != "" {
-		ln, err := net.Listen("tcp", cfg.HTTP)
-		if err != nil {
-			return fmt.Errorf("--http: %w", err)
-		}
+	if front != nil {
 		h, err := s.handler()
 		if err != nil {
-			ln.Close()
 			return err
 		}
-		hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-		wg.Go(func() { hs.Serve(ln) })
-		defer hs.Close()
-		addrs.HTTP = ln.Addr().String()
+		front.serve(h)
+		addrs.HTTP = front.addr()
 		s.log.Info("http", "addr", addrs.HTTP)
 		if !loopback(addrs.HTTP) && cfg.HTTPToken == "" {
 			s.log.Warn("HTTP listens beyond this host without a token: anyone who reaches it can read the logs and findings; set FAULTLINE_HTTP_TOKEN or --http-token-file", "listen", addrs.HTTP)
