@@ -13,6 +13,7 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -71,6 +72,7 @@ type server struct {
 	mux      *http.ServeMux
 	patterns []string        // every route, in registration order
 	open     map[string]bool // patterns served without the token
+	tokenSum [sha256.Size]byte
 	reqs     *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	sse      prometheus.Gauge
@@ -92,7 +94,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		cfg.Registry = prometheus.NewRegistry()
 		cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s := &server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), open: map[string]bool{}}
+	s := &server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), open: map[string]bool{}, tokenSum: sha256.Sum256([]byte(cfg.Token))}
 	if err := s.registerMetrics(); err != nil {
 		return nil, err
 	}
