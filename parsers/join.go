@@ -87,6 +87,7 @@ type Joiner struct {
 	// times holds, per writer (stream and process prefixes), the time of
 	// its last record that had one, in file order (see fillTime).
 	times map[timeKey]time.Time
+	wall  time.Time // time.Now once, for yearClock when opts.Now gives zero (offline)
 	// starts[startsHead:] lists the starts of records in offset order, for
 	// PendingOffset without a walk over every pending record (a shipper
 	// asks for every batch). Entries of records closed (or started again)
@@ -284,7 +285,7 @@ func (j *Joiner) Add(l Line) {
 func (j *Joiner) checkTime(p *pendingRecord, l Line) {
 	p.timeChecked = true
 	k := timeKey{p.key.stream, p.key.prefix}
-	if t := lineTime(l.Text, j.now()); !t.IsZero() {
+	if t := lineTime(l.Text, j.yearClock); !t.IsZero() {
 		p.ownTime = true
 		if j.times == nil || len(j.times) >= maxTimeKeys {
 			j.times = make(map[timeKey]time.Time)
@@ -293,6 +294,18 @@ func (j *Joiner) checkTime(p *pendingRecord, l Line) {
 		return
 	}
 	p.fillTime = j.times[k]
+}
+
+// yearClock gives a partial line time (no year) its year: the joiner's
+// clock, or offline (a clock that gives zero) the wall clock read once.
+func (j *Joiner) yearClock() time.Time {
+	if t := j.now(); !t.IsZero() {
+		return t
+	}
+	if j.wall.IsZero() {
+		j.wall = time.Now()
+	}
+	return j.wall
 }
 
 // pushStart adds p's start to j.starts, keeping them in offset order: lines

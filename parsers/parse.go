@@ -22,11 +22,15 @@ type lineParse struct {
 	fullTime  time.Time // line time with a full date, zero if none
 	partial   partialTime
 	hasHeader bool // msg follows a header that continuation lines may repeat (vLLM NewLineFormatter)
+	timeOnly  bool // lineTime: only the time is wanted, fields are not kept (no map to allocate)
 }
 
 // set records a field, allocating the map on first use so that events
 // without fields cost no map.
 func (p *lineParse) set(k, v string) {
+	if p.timeOnly {
+		return
+	}
 	if p.ev.Fields == nil {
 		p.ev.Fields = make(map[string]string, 4)
 	}
@@ -403,12 +407,13 @@ func itoa(n int) string {
 
 // lineTime is the time Parse finds on a record whose header line is text:
 // a full date, else a partial one completed like Parse does; zero when the
-// line has none. now gives a partial time its year (zero: the clock). The
-// Joiner uses it to give a record without a time the time of its writer's
-// previous record.
-func lineTime(text string, now time.Time) time.Time {
+// line has none. now gives a partial time its year (when it returns zero:
+// the clock); it is called only then. The Joiner uses it to give a record
+// without a time the time of its writer's previous record.
+func lineTime(text string, now func() time.Time) time.Time {
 	var p lineParse
 	p.ev.Source = SourceOther
+	p.timeOnly = true
 	var buf [4]Prefix
 	ps, rest := splitPrefixesFast(buf[:0], trimCR(text))
 	if isBlank(rest) {
@@ -419,10 +424,10 @@ func lineTime(text string, now time.Time) time.Time {
 	case !p.fullTime.IsZero():
 		return p.fullTime
 	case p.partial.ok:
-		if now.IsZero() {
-			return p.partial.complete(time.Time{}, time.Now)
+		if n := now(); !n.IsZero() {
+			return p.partial.complete(time.Time{}, func() time.Time { return n })
 		}
-		return p.partial.complete(time.Time{}, func() time.Time { return now })
+		return p.partial.complete(time.Time{}, time.Now)
 	}
 	return time.Time{}
 }

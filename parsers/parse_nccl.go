@@ -95,7 +95,9 @@ func parseNCCL(p *lineParse, s string) bool {
 		p.set("function", fn)
 	}
 	ev.Component = comp
-	ncclMessageFields(p, msg)
+	if !p.timeOnly {
+		ncclMessageFields(p, msg)
+	}
 	return true
 }
 
