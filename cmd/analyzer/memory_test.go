@@ -106,9 +106,10 @@ func TestUIQueriesStayBounded(t *testing.T) {
 				if code != p.code || !strings.Contains(e.Error, p.says) {
 					t.Errorf("%s: %d %q, want %d %q (%.200s)", p.path, code, e.Error, p.code, p.says, body)
 				}
-				// The deadline plus room for a machine busy with the other
-				// probes and tests: without the limits these ran for 10-20 s.
-				if took > deadline+3*time.Second {
+				// Twice the deadline: room for a machine busy with the other
+				// probes and tests; with the expansion cap lifted /.*/ took
+				// 52 s here.
+				if took > 2*deadline {
 					t.Errorf("%s: answered after %v, past the %v deadline", p.path, took, deadline)
 				}
 			})
