@@ -132,26 +132,29 @@ func compactID(id string) (out [16]byte, ok bool) {
 		return out, false
 	}
 	var raw [12]byte
+	bad := byte(0)
 	for i := range raw {
-		hi, lo := unhex(id[2*i]), unhex(id[2*i+1])
-		if hi > 15 || lo > 15 {
-			return out, false
-		}
-		raw[i] = hi<<4 | lo
+		hi, lo := hexValue[id[2*i]], hexValue[id[2*i+1]]
+		bad |= hi | lo
+		raw[i] = hi<<4 | lo&15
+	}
+	if bad > 15 {
+		return out, false
 	}
 	base64.RawURLEncoding.Encode(out[:], raw[:])
 	return out, true
 }
 
-func unhex(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
+// hexValue is the value of a lower-case hex digit, 0xff for other bytes.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return 255
-}
+	for i, c := range hexDigits {
+		t[c] = byte(i)
+	}
+	return t
+}()
 
 // appendTime is Time.AppendFormat(RFC3339Nano) with the whole second of UTC
 // times remembered: records of a file come many per second.

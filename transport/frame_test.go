@@ -116,3 +116,23 @@ func TestFrameIsLeanerThanFormat1(t *testing.T) {
 		t.Errorf("format 2: payload %d, frame %d bytes for %d of format 1", len(body), len(frame), len(v1))
 	}
 }
+
+// BenchmarkFrame is the publisher's CPU per batch: framing a 768 KiB
+// payload (the shipper's batch size) with each compression.
+//
+//	go test ./transport -run '^$' -bench Frame
+func BenchmarkFrame(b *testing.B) {
+	body, _ := payload(6000)
+	body = body[:min(len(body), 768<<10)]
+	for _, c := range []Compression{CompressNone, CompressS2, CompressZstd} {
+		b.Run(c.String(), func(b *testing.B) {
+			f, _ := NewFramer(c)
+			var out []byte
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				out = f.Append(out[:0], body)
+			}
+			b.ReportMetric(float64(len(out))/float64(len(body)), "ratio")
+		})
+	}
+}
