@@ -102,6 +102,14 @@ func (s *server) loadCheckpoint(created time.Time) rule.Checkpoint {
 			"checkpoint_stream", f.Stream, "stream", created)
 		return nil
 	}
+	for name, m := range f.Clusters {
+		if posSeq(m.Pos) == 0 {
+			// A launch opened by a record of unknown position: where to
+			// start is not known, and a full replay must number from 1.
+			s.log.Warn("checkpoint without a position for a cluster; replaying the whole stream", "cluster", name)
+			return nil
+		}
+	}
 	return f.Clusters
 }
 

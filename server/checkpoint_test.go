@@ -474,3 +474,67 @@ func TestHealthzWithin2sOn1MRecords(t *testing.T) {
 	}
 	t.Logf("with a checkpoint near the end: /healthz %v, ok (warm-up done) %v after Run started", up, ok)
 }
+
+// A checkpoint that does not fit the stream (unreadable, of a stream since
+// deleted and created again, without positions) is not used: the warm-up
+// replays the whole stream, as without one, and the findings keep their
+// IDs.
+func TestWarmUpIgnoresUnfitCheckpoint(t *testing.T) {
+	data := t.TempDir()
+	natsListen := freePort(t)
+	cfg := Config{DataDir: data, NATSListen: natsListen}
+	r := startServer(t, cfg)
+	nc := connectRetrying(t, "nats://"+natsListen)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := storyRecords(t, seedDir, rule.DefaultCluster, 0)
+	publishPlaced(t, js, recs, 20)
+	waitConsumed(t, js)
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		_, err := os.Stat(filepath.Join(data, checkpointName))
+		return err
+	})
+	want := findingKeys(getFindings(t, r.addrs.HTTP))
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	good := readCheckpointFile(t, data)
+	for _, tc := range []struct {
+		name string
+		file func() []byte
+	}{
+		{"unreadable", func() []byte { return []byte(`{"clusters": {"default": `) }},
+		{"of another stream", func() []byte {
+			f := good
+			f.Stream = f.Stream.Add(-time.Hour)
+			b, _ := json.Marshal(f)
+			return b
+		}},
+		{"without a position", func() []byte {
+			f := good
+			f.Clusters = rule.Checkpoint{rule.DefaultCluster: {Pos: 0, Num: 2}}
+			b, _ := json.Marshal(f)
+			return b
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(filepath.Join(data, checkpointName), tc.file(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := startServer(t, cfg)
+			defer r.stop()
+			m := reWarmDone.FindStringSubmatch(r.log.String())
+			if m == nil || m[1] != strconv.Itoa(len(recs)) || m[2] != "1" {
+				t.Errorf("warm-up %q; want all %d records from sequence 1", m, len(recs))
+			}
+			if out := r.stdout.String(); out != "" {
+				t.Errorf("the warm-up announced findings again:\n%s", out)
+			}
+			if got := findingKeys(getFindings(t, r.addrs.HTTP)); !slices.Equal(got, want) {
+				t.Errorf("findings\n got %q\nwant %q", got, want)
+			}
+		})
+	}
+}
