@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/faultline/faultline/internal/browsertest"
 	"github.com/faultline/faultline/parsers"
 )
 
@@ -48,17 +48,7 @@ func noteSkippedBrowserTests() {
 }
 
 // chromium finds a Chromium or Chrome binary; the tests skip without one.
-func chromium() string {
-	if p := os.Getenv("FAULTLINE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
+func chromium() string { return browsertest.Chromium() }
 
 // artifactsDir is where screenshots go: $FAULTLINE_ARTIFACTS/browser, else
 // a directory under the system temp dir that outlives the test (logged).
@@ -75,41 +65,10 @@ func artifactsDir(t *testing.T) string {
 	return dir
 }
 
-func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	bin := chromium()
-	if bin == "" {
-		t.Skip("no Chromium binary (install Debian's chromium package, or set FAULTLINE_CHROMIUM): browser tests skipped")
-	}
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1400, 1100),
-		chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancelB := chromedp.NewContext(actx)
-	tctx, cancelT := context.WithTimeout(bctx, 90*time.Second)
-	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
-	return tctx
-}
+func newBrowser(t *testing.T) context.Context { return browsertest.NewBrowser(t) }
 
 // waitJS polls a JavaScript boolean expression until it holds.
-func waitJS(expr string) chromedp.Action[chromedp.Void] {
-	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		var last error
-		for {
-			ok, err := chromedp.Evaluate[bool](expr)(ctx, t)
-			if err != nil {
-				last = err
-			} else if ok {
-				return chromedp.Void{}, nil
-			}
-			select {
-			case <-ctx.Done():
-				return chromedp.Void{}, fmt.Errorf("waiting for %s: %w (last error %v)", expr, ctx.Err(), last)
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
-}
+func waitJS(expr string) chromedp.Action[chromedp.Void] { return browsertest.WaitJS(expr) }
 
 // eval runs JavaScript for its effect.
 func eval(expr string) chromedp.Action[chromedp.Void] {

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/internal/browsertest"
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/internal/webtest"
 )
@@ -43,34 +44,34 @@ func TestServeTokenUIInBrowser(t *testing.T) {
 		}
 		return nil
 	})
-	ctx := webtest.NewBrowser(t)
+	ctx := browsertest.NewBrowser(t)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
-	webtest.Do(t, ctx,
+	browsertest.Do(t, ctx,
 		chromedp.Navigate(base+"/?q=192.168.200.12"),
 		chromedp.WaitVisible(css(`#login #token`)),
 		chromedp.SetValue(css(`#token`), "not-"+token),
 		chromedp.Click(css(`#login-btn`)),
 		chromedp.WaitVisible(css(`#login-error`)),
 	)
-	if p := webtest.Eval[string](t, ctx, `location.pathname`); p != "/login" {
+	if p := browsertest.Eval[string](t, ctx, `location.pathname`); p != "/login" {
 		t.Errorf("after a wrong token the browser is at %s, want the login page", p)
 	}
-	webtest.Do(t, ctx,
+	browsertest.Do(t, ctx,
 		chromedp.SetValue(css(`#token`), token),
 		chromedp.Click(css(`#login-btn`)),
-		webtest.WaitJS(findingsShown),
-		webtest.WaitJS(ipHitsShown),
+		browsertest.WaitJS(findingsShown),
+		browsertest.WaitJS(ipHitsShown),
 	)
-	if u := webtest.Eval[string](t, ctx, `location.pathname + location.search`); u != "/?q=192.168.200.12" {
+	if u := browsertest.Eval[string](t, ctx, `location.pathname + location.search`); u != "/?q=192.168.200.12" {
 		t.Errorf("after the login the browser is at %s, want the page it asked for", u)
 	}
-	if c := webtest.Eval[string](t, ctx, `document.cookie`); c != "" {
+	if c := browsertest.Eval[string](t, ctx, `document.cookie`); c != "" {
 		t.Errorf("scripts can read the session cookie: %q", c)
 	}
 	// The live stream (EventSource: no headers) opens with the cookie.
-	webtest.Do(t, ctx,
+	browsertest.Do(t, ctx,
 		chromedp.Click(css(`#live`)),
-		webtest.WaitJS(`state.live !== null && state.live.readyState === EventSource.OPEN`),
+		browsertest.WaitJS(`state.live !== null && state.live.readyState === EventSource.OPEN`),
 	)
 }
 
@@ -121,15 +122,15 @@ func TestUITokenInBrowser(t *testing.T) {
 	}
 	webtest.CheckRoutes(t, base, h, token)
 
-	bctx := webtest.NewBrowser(t)
-	webtest.Do(t, bctx,
+	bctx := browsertest.NewBrowser(t)
+	browsertest.Do(t, bctx,
 		chromedp.Navigate(base+"/?token=wrong&q=192.168.200.12"),
 		chromedp.WaitVisible(chromedp.CSS(`#login-error`)),
 		chromedp.Navigate(base+"/?token="+url.QueryEscape(token)+"&q=192.168.200.12"),
-		webtest.WaitJS(findingsShown),
-		webtest.WaitJS(ipHitsShown),
+		browsertest.WaitJS(findingsShown),
+		browsertest.WaitJS(ipHitsShown),
 	)
-	if u := webtest.Eval[string](t, bctx, `location.href`); strings.Contains(u, "token") {
+	if u := browsertest.Eval[string](t, bctx, `location.href`); strings.Contains(u, "token") {
 		t.Errorf("the token stays in the address bar: %s", u)
 	}
 }
