@@ -31,8 +31,8 @@ func get(t *testing.T, url, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// serve mounts the web UI and its API beside /api/findings and /healthz,
-// and --http-token protects all of them.
+// serve's HTTP is web's one surface, the UI and its API included, and
+// --http-token protects all of it; a bearer header opens it.
 func TestServeMountsWebUI(t *testing.T) {
 	srv := startServer(t, Config{HTTPToken: "s3cret"})
 	base := "http://" + srv.addrs.HTTP
