@@ -38,7 +38,7 @@ func (f *sinkFlags) register(fs *pflag.FlagSet, webhook, nats bool) {
 	if webhook {
 		fs.StringVar(&f.webhook, "webhook", "", "POST each finding to this `URL` as JSON with a text field (Slack-compatible; exit 4 if it fails)")
 		fs.IntVar(&f.attempts, "webhook-attempts", 5, "post a finding at most `N` times")
-		fs.DurationVar(&f.backoff, "webhook-backoff", 500*time.Millisecond, "wait this long before the first retry of a failed post (doubling, up to 8s)")
+		fs.DurationVar(&f.backoff, "webhook-backoff", 500*time.Millisecond, "wait `DURATION` before the first retry of a failed post (doubling, up to 8s)")
 	}
 	if nats {
 		fs.StringVar(&f.natsURL, "publish-nats", "", "publish each finding as JSON on faultline.findings.<cluster>.<severity> of the NATS server at `URL` (credentials in the URL, or $FAULTLINE_TOKEN)")
