@@ -94,11 +94,19 @@ type findingSub struct {
 
 func subscribeFindings(t testing.TB, url string) *findingSub {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	// serve's /healthz answers before its embedded NATS is up (HTTP
+	// first): wait for the connection rather than fail on the first try.
+	nc, err := nats.Connect(url, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
+	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if !nc.IsConnected() {
+			return fmt.Errorf("not connected to %s", url)
+		}
+		return nil
+	})
 	fs := &findingSub{}
 	if _, err := nc.Subscribe("faultline.findings.>", func(m *nats.Msg) {
 		var f rule.Finding
