@@ -164,3 +164,35 @@ func TestJoinerGivesEveryRecordATime(t *testing.T) {
 		}
 	}
 }
+
+// lineTime (the joiner's look at a header line) finds exactly the time
+// Parse finds on that line, on every line of the real logs: a record is
+// given its process's time only when Parse would find none of its own.
+func TestLineTimeAgreesWithParse(t *testing.T) {
+	n := 0
+	filepath.WalkDir("../testdata/logs", func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewReader(bytes.NewReader(b), ReaderOptions{EOFIsEnd: true})
+		for {
+			l, err := r.Next()
+			if err != nil {
+				break
+			}
+			n++
+			want := Parse(Record{Text: l.Text}).Time
+			if got := lineTime(l.Text, time.Now); !got.Equal(want) {
+				t.Errorf("%s:%d %q: lineTime %v, Parse %v", p, l.Num, l.Text, got, want)
+			}
+		}
+		return nil
+	})
+	if n < 1000 {
+		t.Fatalf("only %d lines looked at", n)
+	}
+}

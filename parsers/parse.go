@@ -416,7 +416,7 @@ func lineTime(text string, now func() time.Time) time.Time {
 	p.timeOnly = true
 	var buf [4]Prefix
 	ps, rest := splitPrefixesFast(buf[:0], trimCR(text))
-	if isBlank(rest) {
+	if isBlank(rest) || !hasClock(rest) {
 		return time.Time{}
 	}
 	classify(&p, rest, ps)
@@ -431,3 +431,23 @@ func lineTime(text string, now func() time.Time) time.Time {
 	}
 	return time.Time{}
 }
+
+// hasClock reports whether s holds "d:dd:d", the HH:MM:SS that every line
+// time Parse knows (full or partial) contains: a line without one (most
+// NCCL INFO lines, print output) needs no classify to know it has no time.
+func hasClock(s string) bool {
+	for i := 1; i+3 < len(s); {
+		k := strings.IndexByte(s[i:], ':')
+		if k < 0 {
+			return false
+		}
+		i += k
+		if i+3 < len(s) && isDigit(s[i-1]) && isDigit(s[i+1]) && isDigit(s[i+2]) && s[i+3] == ':' {
+			return true
+		}
+		i++
+	}
+	return false
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
