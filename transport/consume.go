@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,12 @@ type Batch struct {
 	Subject string
 	Seq     uint64 // stream sequence
 	Records []parsers.Record
+	// Stored is when JetStream stored the message, ReadAt when the shipper
+	// read its first record (zero when the shipper did not say), Decode
+	// the time Decode took: the stages of a batch's way to the analyzer.
+	Stored time.Time
+	ReadAt time.Time
+	Decode time.Duration
 	// Err says the body was not all readable: Records holds the records
 	// before the fault. A redelivery would fail the same way, so such a
 	// batch is still meant to be acknowledged.
@@ -163,9 +170,16 @@ func (c *Consumer) Read(ctx context.Context) (Batch, AckFunc, error) {
 		}
 		b := Batch{Subject: m.Subject()}
 		if md, err := m.Metadata(); err == nil {
-			b.Seq = md.Sequence.Stream
+			b.Seq, b.Stored = md.Sequence.Stream, md.Timestamp
 		}
+		if v := m.Headers().Get(HeaderReadAt); v != "" {
+			if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
+				b.ReadAt = time.Unix(0, ns)
+			}
+		}
+		start := time.Now()
 		b.Records, b.Err = Decode(m.Data())
+		b.Decode = time.Since(start)
 		c.handing = true
 		return b, c.acker(m), nil
 	}

@@ -22,7 +22,8 @@ type Message struct {
 	Body    []byte
 	Count   int
 	MsgID   string
-	Sent    int // bytes of the frame sent (set by Publish)
+	ReadAt  time.Time // when the first record was read (zero: not sent)
+	Sent    int       // bytes of the frame sent (set by Publish)
 }
 
 // PublishHooks observe a Publisher (metrics); nil hooks are skipped.
@@ -242,6 +243,9 @@ func (p *Publisher) Publish(ctx context.Context, m *Message, onAck func()) error
 	msg := &nats.Msg{Subject: m.Subject, Data: frame, Header: nats.Header{}}
 	msg.Header.Set(HeaderMsgID, m.MsgID)
 	msg.Header.Set(HeaderCount, strconv.Itoa(m.Count))
+	if !m.ReadAt.IsZero() {
+		msg.Header.Set(HeaderReadAt, strconv.FormatInt(m.ReadAt.UnixNano(), 10))
+	}
 	p.wg.Add(1)
 	go p.deliver(p.life, m, msg, func() {
 		p.frames.Put(&frame)

@@ -19,6 +19,9 @@ const (
 	HeaderMsgID = "Nats-Msg-Id"
 	// HeaderCount holds the number of records in the message.
 	HeaderCount = "Faultline-Count"
+	// HeaderReadAt is when the shipper read the batch's first record (Unix
+	// nanoseconds), for serve's line-to-finding latency; optional.
+	HeaderReadAt = "Faultline-Read-At"
 )
 
 // Token makes a label safe as one NATS subject token. NATS splits subjects on
