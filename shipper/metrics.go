@@ -25,6 +25,7 @@ type Metrics struct {
 	skipped       *prometheus.CounterVec
 	lag           *prometheus.GaugeVec
 	files         prometheus.Gauge
+	stages        stageMetrics
 }
 
 // NewMetrics makes the metrics and registers them on a new registry.
@@ -59,5 +60,6 @@ func NewMetrics() *Metrics {
 		files: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "files_open", Help: "Files being tailed."}),
 	}
 	r.MustRegister(m.warnings, m.rotations, m.skipped, m.lag, m.files)
+	m.stages = newStageMetrics(r)
 	return m
 }

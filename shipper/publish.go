@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/faultline/faultline/transport"
 )
 
@@ -21,7 +23,8 @@ type batch struct {
 	body    []byte
 	count   int
 	msgID   string
-	records int64 // for metrics
+	records int64     // for metrics
+	readAt  time.Time // when its first record was read (serve's line-to-finding latency)
 	onAck   func()
 }
 
@@ -31,6 +34,8 @@ type Publisher struct {
 	tp      *transport.Publisher
 	bodies  sync.Pool
 	bodyCap int // capacity of a new body: a batch closes soon after the soft limit
+	// publishAck times a batch from Publish to its acknowledgement.
+	publishAck prometheus.Observer
 }
 
 // PublisherOptions tune the publisher.
@@ -62,7 +67,7 @@ func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po Publisher
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{tp: tp}, nil
+	return &Publisher{tp: tp, publishAck: m.stages.publishAck}, nil
 }
 
 // MaxPayload is the server's limit on a message, read from the connection.
@@ -81,8 +86,10 @@ func (p *Publisher) body() []byte {
 // batch. Once accepted, b is retried until acknowledged or until Wait gives
 // up or Close, whatever happens to ctx.
 func (p *Publisher) Publish(ctx context.Context, b *batch) error {
-	m := &transport.Message{Subject: b.subject, Body: b.body, Count: b.count, MsgID: b.msgID}
+	m := &transport.Message{Subject: b.subject, Body: b.body, Count: b.count, MsgID: b.msgID, ReadAt: b.readAt}
+	sent := time.Now()
 	return p.tp.Publish(ctx, m, func() {
+		p.publishAck.Observe(time.Since(sent).Seconds())
 		b.onAck()
 		body := b.body
 		b.body = nil

@@ -118,6 +118,8 @@ type Shipper struct {
 	hardLimit int // a body never exceeds this (server max payload less headers)
 
 	mu     sync.Mutex
+	notify *notifier // wakes followers when their file is written (nil: poll only)
+
 	paths  map[string]bool   // host paths being followed
 	inodes map[devIno]string // open files, so one file is never read twice
 	wg     sync.WaitGroup
@@ -162,6 +164,8 @@ func Run(ctx context.Context, cfg Config) error {
 	sh.log.Info("shipping", "subject", sh.subject, "max_payload", sh.pub.MaxPayload(), "batch_bytes", sh.softLimit,
 		"paths", cfg.Paths, "containers", cfg.Containers)
 
+	sh.notify = newNotifier(cfg.Log)
+	defer sh.notify.Close()
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
 	if cfg.Stdin != nil {

@@ -137,6 +137,7 @@ type cursor struct {
 	lastSafe mark
 	warnings int
 	ctx      context.Context
+	stageClock
 }
 
 type lineMark struct {
@@ -462,6 +463,7 @@ func (c *cursor) emit(r parsers.Record) {
 	if c.count == 0 {
 		c.firstID = r.ID
 		c.started = time.Now()
+		c.batchStarted(r.Offset+r.Size, c.started)
 	}
 	c.count++
 }
@@ -517,10 +519,11 @@ func (c *cursor) closeBatch(advance bool) {
 			c.lastSafe = sp
 		}
 	}
+	c.sh.metrics.stages.batchWait.Observe(time.Since(c.started).Seconds())
 	t := c.tracker
 	t.add(m)
 	b := &batch{subject: c.subject, body: c.body, count: c.count,
-		msgID: transport.MsgID(c.firstID, c.count), onAck: func() { t.ack(m) }}
+		msgID: transport.MsgID(c.firstID, c.count), readAt: c.batchRead, onAck: func() { t.ack(m) }}
 	c.body = c.sh.pub.body()
 	c.count = 0
 	if err := c.sh.pub.Publish(c.ctx, b); err != nil {
@@ -529,12 +532,15 @@ func (c *cursor) closeBatch(advance bool) {
 }
 
 // idle runs while the file has no new bytes: flush records whose writer went
-// quiet and close a batch that waited long enough.
+// quiet and close a batch that waited long enough, or at once when the flush
+// added to it (its writer has been quiet FlushTimeout already: waiting
+// BatchWait more for lines would only delay an alert).
 func (c *cursor) idle(now time.Time) {
 	c.now = now
+	before := c.count
 	c.join.FlushIdle(c.sh.cfg.FlushTimeout)
 	c.addMetrics()
-	if c.count > 0 && now.Sub(c.started) >= c.sh.cfg.BatchWait {
+	if c.count > 0 && (c.count > before || now.Sub(c.started) >= c.sh.cfg.BatchWait) {
 		c.closeBatch(true)
 	}
 }
@@ -585,6 +591,9 @@ const (
 // returning, so nothing written before the rotation is lost.
 func (c *cursor) follow(ctx context.Context) followResult {
 	c.ctx = ctx
+	var unwatch func()
+	c.wake, unwatch = c.sh.notify.watchFile(c.fd)
+	defer unwatch()
 	poll := c.sh.cfg.PollInterval
 	var draining followResult // != followStopped once the path moved
 	lastGrowth := time.Now()
@@ -598,6 +607,7 @@ func (c *cursor) follow(ctx context.Context) followResult {
 		if err != nil {
 			c.log.Error("read failed", "offset", c.base, "err", err)
 		}
+		c.afterRead(n)
 		if n > 0 {
 			now := c.now
 			lastGrowth = now
@@ -642,10 +652,10 @@ func (c *cursor) follow(ctx context.Context) followResult {
 				wait = max(d, time.Millisecond)
 			}
 		}
-		if _, ok := c.join.PendingOffset(); ok && c.sh.cfg.FlushTimeout/2 < wait {
-			wait = c.sh.cfg.FlushTimeout / 2
+		if _, ok := c.join.PendingOffset(); ok {
+			wait = c.untilIdleFlush(wait)
 		}
-		sleepCtx(ctx, wait)
+		c.sleep(ctx, wait)
 		if ctx.Err() != nil {
 			continue
 		}
