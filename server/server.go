@@ -58,6 +58,7 @@ type server struct {
 
 	// announcer passes new and changed findings on to the sinks (sinks.go).
 	announcer *sink.Changes
+	stages    *stageMetrics // per-stage latency of live batches (stages.go)
 
 	// Live feeds of the web UI (Server-Sent Events); Publish never blocks.
 	liveEvents   *web.Hub[*parsers.Event]
@@ -86,6 +87,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg: cfg, log: cfg.Log, engine: rule.NewEngine(rules),
 		seen: newSeenSet(1 << 18), acks: make(chan transport.AckFunc, 4096),
 		liveEvents: web.NewHub[*parsers.Event](1024), liveFindings: web.NewHub[rule.Finding](64),
+		stages: newStageMetrics(),
 	}
 	s.engine.OnSlowRule(cfg.RuleBudget, func(id string, took time.Duration, ev *parsers.Event) {
 		s.log.Warn("rule over its time budget: one event took longer than --rule-budget (a costly regex or condition; see faultline_rule_evaluation_seconds_total)",
@@ -302,8 +304,12 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 }
 
 // handle evaluates and indexes the records of one batch and hands its ack
-// to the acker, which acks it once the index has flushed it.
+// to the acker, which acks it once the index has flushed it. Every record's
+// rules run before any is indexed (Add builds the document and may wait for
+// the index's writers): a finding does not wait for the batch's indexing.
 func (s *server) handle(b transport.Batch, ack transport.AckFunc) {
+	got := time.Now()
+	s.stages.consumed(&b, got)
 	if b.Err != nil {
 		// The good records before the fault are still used; a
 		// redelivery would fail the same way, so the batch is acked.
@@ -311,25 +317,40 @@ func (s *server) handle(b transport.Batch, ack transport.AckFunc) {
 		s.badMessages.Add(1)
 	}
 	seq := b.Seq // its stream sequence (0: unknown, the next warm-up replays everything)
+	evs := make([]parsers.Event, 0, len(b.Records))
+	var announcing time.Duration
 	for i := range b.Records {
 		ev := parsers.Parse(b.Records[i])
 		if ev.ID == "" {
 			continue
 		}
 		if s.seen.add(ev.ID) {
-			s.announce(s.engine.ObserveAt(&ev, streamPos(seq, i)))
+			if fs := s.engine.ObserveAt(&ev, streamPos(seq, i)); len(fs) > 0 {
+				start := time.Now()
+				s.announce(fs)
+				now := time.Now()
+				announcing += now.Sub(start)
+				s.stages.announce.Observe(now.Sub(start).Seconds())
+				s.stages.found(&b, len(fs), now)
+			}
 			s.evaluated.Add(1)
 			if s.liveEvents != nil {
 				live := ev
 				s.liveEvents.Publish(&live)
 			}
 		}
-		if err := s.idx.Add(&ev); err != nil {
-			s.log.Error("index add", "id", ev.ID, "err", err)
+		evs = append(evs, ev)
+	}
+	indexing := time.Now()
+	s.stages.rules.Observe((indexing.Sub(got) - announcing).Seconds())
+	for i := range evs {
+		if err := s.idx.Add(&evs[i]); err != nil {
+			s.log.Error("index add", "id", evs[i].ID, "err", err)
 		}
 		s.unindexed.Add(1)
 		s.records.Add(1)
 	}
+	s.stages.index.Observe(time.Since(indexing).Seconds())
 	s.acks <- ack
 }
 
@@ -457,6 +478,7 @@ func redactURLs(urls string) string {
 func (s *server) registry() *prometheus.Registry {
 	reg := newRegistry(s.engine)
 	reg.MustRegister(s.collectors()...)
+	reg.MustRegister(s.stages.collectors()...)
 	return reg
 }
 
