@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +37,7 @@ func BenchmarkLineToFinding(b *testing.B) {
 	done := make(chan error, 1)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	go func() {
-		done <- Run(ctx, Config{DataDir: filepath.Join(dir, "data"), NATSListen: "127.0.0.1:-1", Stdout: io.Discard,
+		done <- Run(ctx, Config{DataDir: filepath.Join(dir, "data"), NATSListen: "127.0.0.1:-1", HTTP: "127.0.0.1:0", Stdout: io.Discard,
 			Log: quiet, Ready: func(a Addrs) { ready <- a }})
 	}()
 	defer func() { cancel(); <-done }()
@@ -74,6 +78,7 @@ func BenchmarkLineToFinding(b *testing.B) {
 		}
 	}()
 	var file string
+	var metrics []*shipper.Metrics
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
@@ -86,6 +91,7 @@ func BenchmarkLineToFinding(b *testing.B) {
 			file = filepath.Join(live, "monitor.log")
 			appendLine(b, file, "2026-04-08 22:43:00,000\tINFO autoscaler.py:1 -- start")
 			m := shipper.NewMetrics()
+			metrics = append(metrics, m)
 			d := make(chan struct{})
 			shippers = append(shippers, d)
 			go func() {
@@ -131,6 +137,58 @@ func BenchmarkLineToFinding(b *testing.B) {
 	b.ReportMetric(p(0.50), "p50-ms")
 	b.ReportMetric(p(0.99), "p99-ms")
 	b.ReportMetric(float64(lat[len(lat)-1])/float64(time.Millisecond), "max-ms")
+	reportStages(b, metrics, addrs.HTTP)
+}
+
+// reportStages reports the mean of every stage the shipper's and serve's
+// histograms observed in the run (ms per observation), where they exist.
+func reportStages(b *testing.B, ms []*shipper.Metrics, httpAddr string) {
+	sums := map[string][2]float64{} // name -> sum, count
+	for _, m := range ms {
+		mfs, err := m.Registry.Gather()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "faultline_shipper_stage_seconds" {
+				continue
+			}
+			for _, mt := range mf.GetMetric() {
+				name := "ship-" + mt.GetLabel()[0].GetValue()
+				v := sums[name]
+				sums[name] = [2]float64{v[0] + mt.GetHistogram().GetSampleSum(), v[1] + float64(mt.GetHistogram().GetSampleCount())}
+			}
+		}
+	}
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^faultline_(stage_seconds|line_to_finding_seconds|stored_to_finding_seconds)_(sum|count)(?:\{stage="(\w+)"\})? (\S+)$`)
+	for _, m := range re.FindAllStringSubmatch(string(body), -1) {
+		name := "serve-" + m[1]
+		if m[3] != "" {
+			name = "serve-" + m[3]
+		}
+		f, _ := strconv.ParseFloat(m[4], 64)
+		v := sums[name]
+		if m[2] == "sum" {
+			v[0] = f
+		} else {
+			v[1] = f
+		}
+		sums[name] = v
+	}
+	for name, v := range sums {
+		if v[1] > 0 {
+			b.ReportMetric(v[0]/v[1]*1000, strings.TrimSuffix(name, "_seconds")+"-ms")
+		}
+	}
 }
 
 // counterValue is a counter's value in a shipper's registry (0 if absent).
