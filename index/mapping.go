@@ -12,7 +12,6 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/mapping"
-	"github.com/blevesearch/bleve/v2/numeric"
 	bindex "github.com/blevesearch/bleve_index_api"
 
 	"github.com/faultline/faultline/parsers"
@@ -105,9 +104,9 @@ func NewMapping() mapping.IndexMapping {
 // skipping the reflection walk of MapDocument, which costs more than the
 // indexing of these small documents. Every field is indexed only; what a
 // hit shows is one stored value (see encodeHit).
-type docBuilder struct{}
+type docBuilder struct{ freqs *freqCache }
 
-func newDocBuilder(mapping.IndexMapping) docBuilder { return docBuilder{} }
+func newDocBuilder(mapping.IndexMapping) docBuilder { return docBuilder{freqs: newFreqCache()} }
 
 const (
 	kwOpts       = bindex.IndexField
@@ -150,7 +149,13 @@ func (b docBuilder) build(ev *parsers.Event) *document.Document {
 		if facetFields[name] {
 			opts = kwFacetOpts
 		}
-		doc.AddField(d.term().set(name, opts, []byte(v), v))
+		f := d.term()
+		if tfs := b.freqs.keyword(name, v); tfs != nil {
+			f.shared(name, opts, tfs, len(v))
+		} else {
+			f.set(name, opts, []byte(v), v)
+		}
+		doc.AddField(f)
 	}
 	kw(FieldCluster, h.Cluster)
 	kw(FieldNode, h.Node)
@@ -173,16 +178,8 @@ func (b docBuilder) build(ev *parsers.Event) *document.Document {
 	}
 	if !h.Time.IsZero() {
 		ns := timeNanos(h.Time)
-		// One buffer for the bucket terms and the exact term.
-		buf := make([]byte, 10*len(timeShifts))
 		f := d.term()
-		f.name, f.opts = FieldTime, kwOpts
-		f.terms = make([][]byte, len(timeShifts))
-		for i, s := range timeShifts {
-			var t []byte
-			t, buf, _ = numeric.NewPrefixCodedInt64Prealloc(ns, s, buf)
-			f.terms[i] = t
-		}
+		f.shared(FieldTime, kwOpts, b.freqs.buckets(ns), 0)
 		doc.AddField(f)
 		doc.AddField(d.term().set(FieldTimeSort, timeSortOpts, intTerm(ns), ""))
 	}
