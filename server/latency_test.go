@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,6 +138,8 @@ func BenchmarkLineToFinding(b *testing.B) {
 	b.ReportMetric(p(0.50), "p50-ms")
 	b.ReportMetric(p(0.99), "p99-ms")
 	b.ReportMetric(float64(lat[len(lat)-1])/float64(time.Millisecond), "max-ms")
+	over := len(lat) - sort.Search(len(lat), func(i int) bool { return lat[i] > 100*time.Millisecond })
+	b.ReportMetric(100*float64(over)/float64(len(lat)), "%over-100ms")
 	reportStages(b, metrics, addrs.HTTP)
 }
 
