@@ -53,7 +53,7 @@ type Config struct {
 	FlushTimeout time.Duration // joiner idle flush
 	BatchBytes   int
 	BatchWait    time.Duration
-	PollInterval time.Duration // how often files at EOF and globs are checked
+	PollInterval time.Duration // how often globs, rotations and files at EOF are checked (inotify wakes a follower at once where it can)
 	RotateWait   time.Duration // keep reading a renamed file until it was quiet this long
 
 	Log     *slog.Logger
