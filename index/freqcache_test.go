@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,68 @@ func TestTimeBucketTerms(t *testing.T) {
 				t.Errorf("%d: no term of shift %d in %v", ns, s, got)
 			}
 		}
+	}
+}
+
+// TestRecycledDocumentsIndexIntact indexes events in many small batches,
+// so that documents' fields and buffers are recycled (docBuilder.release)
+// many times over, then reads every event back: each stored hit must be
+// its own event's, and each event's unique actor ID (a message term) must
+// find that event and no other.
+func TestRecycledDocumentsIndexIntact(t *testing.T) {
+	var evs []*parsers.Event
+	genEvents(11, 4000, nil, func(e *parsers.Event) { evs = append(evs, e) })
+	x := openTest(t, Options{Shards: 2, BatchSize: 64})
+	addAll(t, x, evs)
+	byID := map[string]*parsers.Event{}
+	for _, e := range evs {
+		byID[e.ID] = e
+	}
+	seen := 0
+	after := ""
+	for {
+		res, err := x.Search(context.Background(), Query{Size: 1000, Sort: "time", After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range res.Hits {
+			e := byID[h.ID]
+			if e == nil {
+				t.Fatalf("hit %s is no event", h.ID)
+			}
+			if h.Message != e.Message || h.Node != e.Node || h.Line != e.Line || !h.Time.Equal(e.Time) ||
+				h.Component != e.Component || h.PID != e.PID || !reflect.DeepEqual(h.Fields, e.Fields) {
+				t.Fatalf("hit %s reads %+v, the event was %+v", h.ID, h, e)
+			}
+			seen++
+		}
+		if res.Next == "" {
+			break
+		}
+		after = res.Next
+	}
+	if seen != len(evs) {
+		t.Fatalf("read back %d events of %d", seen, len(evs))
+	}
+	checked := 0
+	for _, e := range evs {
+		_, actor, ok := strings.Cut(e.Message, "actor_id: ")
+		if !ok {
+			continue
+		}
+		actor, _, _ = strings.Cut(actor, " ")
+		res, err := x.Search(context.Background(), Query{Text: actor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total != 1 || res.Hits[0].ID != e.ID {
+			t.Fatalf("%s finds %d hits %v, want only %s", actor, res.Total, hitIDs(res.Hits), e.ID)
+		}
+		if checked++; checked == 150 {
+			break
+		}
+	}
+	if checked < 150 {
+		t.Fatalf("only %d events with an actor ID", checked)
 	}
 }
