@@ -81,11 +81,20 @@ func (f *termField) Analyze() {
 		}
 		f.tf.Term = f.terms[0]
 		f.tf.SetFrequency(1)
-		f.freqs = bindex.TokenFrequencies{key: &f.tf}
+		if f.freqs == nil {
+			f.freqs = bindex.TokenFrequencies{key: &f.tf}
+			return
+		}
+		clear(f.freqs) // a recycled document's map (see docFields.reset)
+		f.freqs[key] = &f.tf
 		return
 	}
 	tfs := make([]bindex.TokenFreq, len(f.terms))
-	f.freqs = make(bindex.TokenFrequencies, len(f.terms))
+	if f.freqs == nil {
+		f.freqs = make(bindex.TokenFrequencies, len(f.terms))
+	} else {
+		clear(f.freqs)
+	}
 	for i, t := range f.terms {
 		if tf, ok := f.freqs[string(t)]; ok {
 			tf.SetFrequency(tf.Frequency() + 1)

@@ -157,7 +157,14 @@ func (d *docFields) reset() {
 	if d.n == 0 || d.terms[0].name != FieldFields {
 		fieldsTerms = nil
 	}
+	var maps [len(d.terms)]bindex.TokenFrequencies // cleared on reuse (Analyze)
+	for i := range d.terms {
+		maps[i] = d.terms[i].freqs
+	}
 	d.terms = [len(d.terms)]termField{}
+	for i := range d.terms {
+		d.terms[i].freqs = maps[i]
+	}
 	d.terms[0].terms = fieldsTerms
 	d.n = 0
 	d.sh = [len(d.sh)]sharedField{}
