@@ -246,12 +246,8 @@ func emitChunk(out *[]logToken, input []byte, start, end, pos int) int {
 // lowerASCII returns input lower-cased and whether it is all ASCII; only
 // then is each token's term the same range of the result (Unicode case
 // mapping may change lengths).
-func lowerASCII(input []byte) ([]byte, bool) { return lowerASCIIInto(nil, input) }
-
-// lowerASCIIInto is lowerASCII writing into buf's array when it is large
-// enough.
-func lowerASCIIInto(buf, input []byte) ([]byte, bool) {
-	out := grow(buf, len(input))
+func lowerASCII(input []byte) ([]byte, bool) {
+	out := make([]byte, len(input))
 	for i, c := range input {
 		if c >= utf8.RuneSelf {
 			return out, false

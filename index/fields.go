@@ -22,29 +22,19 @@ type termField struct {
 	key   string           // the single term as a string, when known
 	tf    bindex.TokenFreq // the single term's frequency
 	freqs bindex.TokenFrequencies
-}
-
-// sharedField is an indexed field whose frequencies come from a
-// freqCache, shared by every document with the same value: nothing to
-// analyse, and a quarter of a termField's size (a document is allocated
-// per event, and its size showed in the allocator's profile).
-type sharedField struct {
-	name          string
-	opts          bindex.FieldIndexingOptions
-	freqs         bindex.TokenFrequencies
+	// fixed: freqs came from a freqCache, shared by every document with
+	// the same value, and Analyze has nothing to do; length and plain are
+	// then AnalyzedLength and NumPlainTextBytes.
+	fixed         bool
 	length, plain int
 }
 
-func (f *sharedField) Name() string                                      { return f.name }
-func (f *sharedField) ArrayPositions() []uint64                          { return nil }
-func (f *sharedField) Options() bindex.FieldIndexingOptions              { return f.opts }
-func (f *sharedField) Value() []byte                                     { return nil } // never stored
-func (f *sharedField) EncodedFieldType() byte                            { return 't' }
-func (f *sharedField) Analyze()                                          {}
-func (f *sharedField) AnalyzedLength() int                               { return f.length }
-func (f *sharedField) AnalyzedTokenFrequencies() bindex.TokenFrequencies { return f.freqs }
-func (f *sharedField) NumPlainTextBytes() uint64                         { return uint64(f.plain) }
-func (f *sharedField) Size() int                                         { return 64 + f.plain }
+// shared makes f a field whose frequencies tfs come from a freqCache.
+func (f *termField) shared(name string, opts bindex.FieldIndexingOptions, tfs bindex.TokenFrequencies, plain int) *termField {
+	f.name, f.opts, f.freqs, f.fixed = name, opts, tfs, true
+	f.length, f.plain = len(tfs), plain
+	return f
+}
 
 // set makes f a single-term field.
 func (f *termField) set(name string, opts bindex.FieldIndexingOptions, term []byte, key string) *termField {
@@ -59,11 +49,19 @@ func (f *termField) ArrayPositions() []uint64             { return nil }
 func (f *termField) Options() bindex.FieldIndexingOptions { return f.opts }
 func (f *termField) Value() []byte                        { return nil } // never stored
 func (f *termField) EncodedFieldType() byte               { return 't' }
-func (f *termField) AnalyzedLength() int                  { return len(f.terms) }
+func (f *termField) AnalyzedLength() int {
+	if f.fixed {
+		return f.length
+	}
+	return len(f.terms)
+}
 
 func (f *termField) AnalyzedTokenFrequencies() bindex.TokenFrequencies { return f.freqs }
 
 func (f *termField) NumPlainTextBytes() uint64 {
+	if f.fixed {
+		return uint64(f.plain)
+	}
 	var n int
 	for _, t := range f.terms {
 		n += len(t)
@@ -74,6 +72,9 @@ func (f *termField) NumPlainTextBytes() uint64 {
 func (f *termField) Size() int { return 64 + int(f.NumPlainTextBytes()) }
 
 func (f *termField) Analyze() {
+	if f.fixed {
+		return
+	}
 	if len(f.terms) == 1 {
 		key := f.key
 		if key == "" {
@@ -81,20 +82,11 @@ func (f *termField) Analyze() {
 		}
 		f.tf.Term = f.terms[0]
 		f.tf.SetFrequency(1)
-		if f.freqs == nil {
-			f.freqs = bindex.TokenFrequencies{key: &f.tf}
-			return
-		}
-		clear(f.freqs) // a recycled document's map (see docFields.reset)
-		f.freqs[key] = &f.tf
+		f.freqs = bindex.TokenFrequencies{key: &f.tf}
 		return
 	}
 	tfs := make([]bindex.TokenFreq, len(f.terms))
-	if f.freqs == nil {
-		f.freqs = make(bindex.TokenFrequencies, len(f.terms))
-	} else {
-		clear(f.freqs)
-	}
+	f.freqs = make(bindex.TokenFrequencies, len(f.terms))
 	for i, t := range f.terms {
 		if tf, ok := f.freqs[string(t)]; ok {
 			tf.SetFrequency(tf.Frequency() + 1)
@@ -253,34 +245,11 @@ func decodeHit(b string, h *Hit) error {
 // vectors (highlights). It builds Bleve's token frequencies from the
 // tokenizer's spans in a few slabs instead of a token, a term and a
 // location allocated per token; terms are ranges of the message
-// lower-cased once. The slabs and the map are kept when the document is
-// recycled (see docBuilder).
+// lower-cased once.
 type messageField struct {
 	text   []byte
 	length int
 	freqs  bindex.TokenFrequencies
-
-	low  []byte
-	toks []logToken
-	tfs  []bindex.TokenFreq
-	locs []bindex.TokenLocation
-	ptrs []*bindex.TokenLocation
-}
-
-// maxKeptTokens bounds the slabs and map a recycled message keeps: a
-// cleared map costs its capacity, and a rare huge message should not make
-// every later one pay for it.
-const maxKeptTokens = 512
-
-// reset empties f for another document, keeping its buffers.
-func (f *messageField) reset() {
-	if len(f.toks) > maxKeptTokens {
-		*f = messageField{}
-		return
-	}
-	clear(f.freqs)
-	*f = messageField{text: f.text[:0], freqs: f.freqs, low: f.low[:0], toks: f.toks[:0],
-		tfs: f.tfs[:0], locs: f.locs[:0], ptrs: f.ptrs[:0]}
 }
 
 func (f *messageField) Name() string                         { return FieldMessage }
@@ -294,36 +263,19 @@ func (f *messageField) Size() int                            { return 64 + len(f
 
 func (f *messageField) AnalyzedTokenFrequencies() bindex.TokenFrequencies { return f.freqs }
 
-// grow returns s with length n, reusing its array when it is large enough.
-func grow[T any](s []T, n int) []T {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]T, n)
-}
-
 func (f *messageField) Analyze() {
-	if f.toks == nil {
-		f.toks = make([]logToken, 0, len(f.text)/5+1)
-	}
-	toks := tokenizeLog(f.text, f.toks[:0])
-	f.toks = toks
-	low, ascii := lowerASCIIInto(f.low, f.text)
-	f.low = low
-	// Map keys are substrings of low itself, which nothing writes until
-	// the document is recycled, after Bleve is done with it (a copy of
-	// the message per document cost ~1% of indexing).
+	toks := tokenizeLog(f.text, nil)
+	low, ascii := lowerASCII(f.text)
+	// Map keys are substrings of low itself, which nothing writes after
+	// this (a copy of the message per document cost ~1% of indexing).
 	var keys string
 	if len(low) > 0 {
 		keys = unsafe.String(unsafe.SliceData(low), len(low))
 	}
-	f.tfs = grow(f.tfs, len(toks))
-	f.locs = grow(f.locs, len(toks))
-	f.ptrs = grow(f.ptrs, len(toks))
-	tfs, locs, ptrs := f.tfs, f.locs, f.ptrs
-	if f.freqs == nil {
-		f.freqs = make(bindex.TokenFrequencies, len(toks))
-	}
+	tfs := make([]bindex.TokenFreq, len(toks))
+	locs := make([]bindex.TokenLocation, len(toks))
+	ptrs := make([]*bindex.TokenLocation, len(toks))
+	f.freqs = make(bindex.TokenFrequencies, len(toks))
 	for i, t := range toks {
 		locs[i] = bindex.TokenLocation{Start: t.start, End: t.end, Position: t.pos}
 		ptrs[i] = &locs[i]
@@ -340,7 +292,8 @@ func (f *messageField) Analyze() {
 			tf.SetFrequency(tf.Frequency() + 1)
 			continue
 		}
-		tfs[i] = bindex.TokenFreq{Term: term, Locations: ptrs[i : i+1 : i+1]}
+		tfs[i].Term = term
+		tfs[i].Locations = ptrs[i : i+1 : i+1]
 		tfs[i].SetFrequency(1)
 		f.freqs[key] = &tfs[i]
 	}

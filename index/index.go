@@ -251,10 +251,10 @@ func (x *Index) Add(ev *parsers.Event) error {
 		return errors.New("index: event without record ID")
 	}
 	// Building the document here spreads that work over the callers.
-	doc, fields := x.builder.build(ev)
+	doc := x.builder.build(ev)
 	s := x.shardFor(ev.ID)
 	select {
-	case s.in <- shardOp{doc: doc, fields: fields}:
+	case s.in <- shardOp{doc: doc}:
 		x.added.Add(1)
 		x.widenBounds(eventTime(ev))
 		return nil

@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -105,30 +104,9 @@ func NewMapping() mapping.IndexMapping {
 // skipping the reflection walk of MapDocument, which costs more than the
 // indexing of these small documents. Every field is indexed only; what a
 // hit shows is one stored value (see encodeHit).
-//
-// A document's fields and buffers are recycled once the batch holding it
-// has been indexed (release): Bleve keeps nothing of a document after
-// Batch returns (the segment is built from it within the call), and the
-// per-event allocations of the message's token slabs and map, the stored
-// value and the fields were a large share of the allocator's and GC's
-// work.
-type docBuilder struct {
-	freqs *freqCache
-	pool  *sync.Pool // of *docFields
-}
+type docBuilder struct{ freqs *freqCache }
 
-func newDocBuilder(mapping.IndexMapping) docBuilder {
-	return docBuilder{freqs: newFreqCache(), pool: &sync.Pool{New: func() any { return new(docFields) }}}
-}
-
-// release recycles the fields of a document that Bleve is done with.
-func (b docBuilder) release(d *docFields) {
-	if d == nil {
-		return
-	}
-	d.reset()
-	b.pool.Put(d)
-}
+func newDocBuilder(mapping.IndexMapping) docBuilder { return docBuilder{freqs: newFreqCache()} }
 
 const (
 	kwOpts       = bindex.IndexField
@@ -138,40 +116,13 @@ const (
 	lineOpts     = bindex.IndexField
 )
 
-// docFields holds the fields of one document in one allocation, and the
-// buffers they keep across recycling.
+// docFields holds the fields of one document in one allocation.
 type docFields struct {
-	terms [6]termField
+	terms [18]termField
 	n     int
-	sh    [13]sharedField
-	ns    int
 	msg   messageField
 	event storedField
 	list  [24]document.Field
-}
-
-// reset clears d for another document; the buffers of its message, its
-// stored value and its multi-term field stay.
-func (d *docFields) reset() {
-	fieldsTerms := d.terms[0].terms[:0]
-	if d.n == 0 || d.terms[0].name != FieldFields {
-		fieldsTerms = nil
-	}
-	var maps [len(d.terms)]bindex.TokenFrequencies // cleared on reuse (Analyze)
-	for i := range d.terms {
-		maps[i] = d.terms[i].freqs
-	}
-	d.terms = [len(d.terms)]termField{}
-	for i := range d.terms {
-		d.terms[i].freqs = maps[i]
-	}
-	d.terms[0].terms = fieldsTerms
-	d.n = 0
-	d.sh = [len(d.sh)]sharedField{}
-	d.ns = 0
-	d.msg.reset()
-	d.event = storedField{value: d.event.value[:0]}
-	d.list = [len(d.list)]document.Field{}
 }
 
 func (d *docFields) term() *termField {
@@ -182,27 +133,12 @@ func (d *docFields) term() *termField {
 	return new(termField)
 }
 
-// shared returns a field of tfs, from a freqCache.
-func (d *docFields) shared(name string, opts bindex.FieldIndexingOptions, tfs bindex.TokenFrequencies, plain int) *sharedField {
-	var f *sharedField
-	if d.ns < len(d.sh) {
-		d.ns++
-		f = &d.sh[d.ns-1]
-	} else {
-		f = new(sharedField)
-	}
-	*f = sharedField{name: name, opts: opts, freqs: tfs, length: len(tfs), plain: plain}
-	return f
-}
-
-// build returns the document of ev and its fields, to release once the
-// document is indexed.
-func (b docBuilder) build(ev *parsers.Event) (*document.Document, *docFields) {
+func (b docBuilder) build(ev *parsers.Event) *document.Document {
 	h := HitFromEvent(ev)
 	if h.Lines <= 1 {
 		h.Lines = 0 // one line is the norm; the hit omits it
 	}
-	d := b.pool.Get().(*docFields)
+	d := new(docFields)
 	doc := document.NewDocument(ev.ID)
 	doc.Fields = d.list[:0]
 	kw := func(name, v string) {
@@ -213,11 +149,13 @@ func (b docBuilder) build(ev *parsers.Event) (*document.Document, *docFields) {
 		if facetFields[name] {
 			opts = kwFacetOpts
 		}
+		f := d.term()
 		if tfs := b.freqs.keyword(name, v); tfs != nil {
-			doc.AddField(d.shared(name, opts, tfs, len(v)))
+			f.shared(name, opts, tfs, len(v))
 		} else {
-			doc.AddField(d.term().set(name, opts, []byte(v), v))
+			f.set(name, opts, []byte(v), v)
 		}
+		doc.AddField(f)
 	}
 	kw(FieldCluster, h.Cluster)
 	kw(FieldNode, h.Node)
@@ -231,7 +169,7 @@ func (b docBuilder) build(ev *parsers.Event) (*document.Document, *docFields) {
 	kw(FieldIP, h.IP)
 	kw(FieldCause, h.Cause)
 	if len(h.Fields) > 0 {
-		f := d.term() // the first: reset keeps its terms' slice
+		f := d.term()
 		f.name, f.opts = FieldFields, kwOpts
 		for k, v := range h.Fields {
 			f.terms = append(f.terms, []byte(k+"="+v))
@@ -240,7 +178,9 @@ func (b docBuilder) build(ev *parsers.Event) (*document.Document, *docFields) {
 	}
 	if !h.Time.IsZero() {
 		ns := timeNanos(h.Time)
-		doc.AddField(d.shared(FieldTime, kwOpts, b.freqs.buckets(ns), 8*len(timeShifts)))
+		f := d.term()
+		f.shared(FieldTime, kwOpts, b.freqs.buckets(ns), 0)
+		doc.AddField(f)
 		doc.AddField(d.term().set(FieldTimeSort, timeSortOpts, intTerm(ns), ""))
 	}
 	if h.PID != 0 {
@@ -253,11 +193,11 @@ func (b docBuilder) build(ev *parsers.Event) (*document.Document, *docFields) {
 	doc.AddField(d.term().set(FieldLine, lineOpts, []byte(line), line))
 	fl := fileLineKey(h.Node, h.File) + line
 	doc.AddField(d.term().set(FieldFileLine, lineOpts, []byte(fl), fl))
-	d.msg.text = append(d.msg.text[:0], h.Message...)
+	d.msg.text = []byte(h.Message)
 	doc.AddField(&d.msg)
-	d.event = storedField{name: FieldEvent, value: encodeHit(d.event.value[:0], &h)}
+	d.event = storedField{name: FieldEvent, value: encodeHit(make([]byte, 0, 64+len(h.Message)+len(h.File)), &h)}
 	doc.AddField(&d.event)
-	return doc, d
+	return doc
 }
 
 // eventTime is the event's time, else the record's container time.

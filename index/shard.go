@@ -22,7 +22,6 @@ type shard struct {
 // shardOp is an event to index, or (doc nil) a flush request to ack.
 type shardOp struct {
 	doc     *document.Document
-	fields  *docFields // doc's, released once its batch is indexed
 	flushed chan error
 }
 
@@ -33,16 +32,8 @@ func (s *shard) run() {
 	timer.Stop()
 	timerOn := false
 	var lastErr error
-	var held []*docFields // of the documents in batch
 
 	execute := func() {
-		defer func() {
-			for i, d := range held {
-				s.x.builder.release(d)
-				held[i] = nil
-			}
-			held = held[:0]
-		}()
 		if timerOn {
 			timer.Stop()
 			timerOn = false
@@ -81,10 +72,8 @@ func (s *shard) run() {
 			if err := batch.IndexAdvanced(op.doc); err != nil {
 				s.x.errs.Add(1)
 				s.x.log.Error("index event", "id", op.doc.ID(), "err", err)
-				s.x.builder.release(op.fields)
 				continue
 			}
-			held = append(held, op.fields)
 			if batch.Size() >= s.x.opts.BatchSize {
 				execute()
 			} else if !timerOn {
