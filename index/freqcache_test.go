@@ -113,12 +113,12 @@ func TestTimeBucketTerms(t *testing.T) {
 	}
 }
 
-// TestRecycledDocumentsIndexIntact indexes events in many small batches,
-// so that documents' fields and buffers are recycled (docBuilder.release)
-// many times over, then reads every event back: each stored hit must be
+// TestSmallBatchesReadBack indexes events in many small batches, so that
+// many segments are built and merged from documents whose frequencies are
+// shared (freqCache), then reads every event back: each stored hit must be
 // its own event's, and each event's unique actor ID (a message term) must
 // find that event and no other.
-func TestRecycledDocumentsIndexIntact(t *testing.T) {
+func TestSmallBatchesReadBack(t *testing.T) {
 	var evs []*parsers.Event
 	genEvents(11, 4000, nil, func(e *parsers.Event) { evs = append(evs, e) })
 	x := openTest(t, Options{Shards: 2, BatchSize: 64})
