@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -85,29 +83,7 @@ func TestUITokenInBrowser(t *testing.T) {
 		t.Fatalf("ingest: exit %d: %s", code, errs)
 	}
 	const token = "ui-s3cret-token"
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errs testutil.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"ui", "--data-dir", dir, "--http", "127.0.0.1:0", "--http-token", token}, nil, &out, &errs)
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("ui did not stop on cancel")
-		}
-	}()
-	var base string
-	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		m := regexp.MustCompile(`UI on (http://\S+)/`).FindStringSubmatch(out.String())
-		if m == nil {
-			return fmt.Errorf("no URL printed yet: %q %q", out.String(), errs.String())
-		}
-		base = m[1]
-		return nil
-	})
+	base, _, _ := startUI(t, "--data-dir", dir, "--http-token", token)
 
 	// ui's routes, from the handler it builds (over another index: the
 	// routes do not depend on it, and ui holds the index's lock).

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/faultline/faultline/internal/testutil"
 )
 
 // TestSearchAfterPages: search prints the next page's cursor on stderr
@@ -94,29 +89,7 @@ func TestSearchAfterPages(t *testing.T) {
 		t.Errorf("--after not-a-cursor: exit %d, %q", code, errs)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var uout, uerrs testutil.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"ui", "--data-dir", dir, "--http", "127.0.0.1:0"}, nil, &uout, &uerrs)
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("ui did not stop on cancel")
-		}
-	}()
-	var url string
-	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		m := regexp.MustCompile(`UI on (http://\S+)/`).FindStringSubmatch(uout.String())
-		if m == nil {
-			return fmt.Errorf("no URL printed yet: %q %q", uout.String(), uerrs.String())
-		}
-		url = m[1]
-		return nil
-	})
+	url, _, _ := startUI(t, "--data-dir", dir)
 	check("json --server", page([]string{"--server", url}, true))
 	_, errs, code = runCmd(t, "search", "--server", url, "--after", "not-a-cursor")
 	if code != 2 || !strings.Contains(errs, "cursor") {

@@ -23,27 +23,8 @@ func TestUITokenFromEnvNotPrinted(t *testing.T) {
 	}
 	const token = "ui-s3cret-token"
 	t.Setenv("FAULTLINE_HTTP_TOKEN", token)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errs testutil.Buffer
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"ui", "--data-dir", dir, "--http", "127.0.0.1:0"}, nil, &out, &errs) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("ui did not stop on cancel")
-		}
-	}()
-	var url string
-	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		m := regexp.MustCompile(`UI on (http://\S+/)`).FindStringSubmatch(out.String())
-		if m == nil {
-			return fmt.Errorf("no URL printed yet: %q %q", out.String(), errs.String())
-		}
-		url = m[1]
-		return nil
-	})
+	base, out, errs := startUI(t, "--data-dir", dir)
+	url := base + "/"
 	if strings.Contains(out.String()+errs.String(), token) {
 		t.Errorf("ui printed its token:\n%s\n%s", out.String(), errs.String())
 	}
@@ -64,4 +45,33 @@ func TestUITokenFromEnvNotPrinted(t *testing.T) {
 			t.Errorf("api/findings with %q: %d, want %d", tt.auth, resp.StatusCode, tt.want)
 		}
 	}
+}
+
+// startUI runs `analyzer ui` with args on a free port until the test ends
+// and returns its base URL (no trailing slash) and its output so far.
+func startUI(t *testing.T, args ...string) (base string, out, errs *testutil.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errs = &testutil.Buffer{}, &testutil.Buffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"ui", "--http", "127.0.0.1:0"}, args...), nil, out, errs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("ui did not stop on cancel")
+		}
+	})
+	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		m := regexp.MustCompile(`UI on (http://\S+)/`).FindStringSubmatch(out.String())
+		if m == nil {
+			return fmt.Errorf("no URL printed yet: %q %q", out.String(), errs.String())
+		}
+		base = m[1]
+		return nil
+	})
+	return base, out, errs
 }
