@@ -40,7 +40,7 @@ func newRuleErrorCollector(engine *rule.Engine) *ruleErrorCollector {
 			"Time a rule's matchers and condition took (the literal prefilter keeps most events from any rule).",
 			[]string{"rule"}, nil),
 		evals: prometheus.NewDesc("faultline_rule_matcher_runs_total",
-			"Matcher runs and condition evaluations of a rule.", []string{"rule"}, nil),
+			"Matcher runs and condition evaluations of a rule (matcher runs are timed on one event in 16 and counted from those).", []string{"rule"}, nil),
 		slowRun: prometheus.NewDesc("faultline_rule_slow_evaluations_total",
 			"Matcher runs or condition evaluations of a rule that took longer than serve's --rule-budget.",
 			[]string{"rule"}, nil)}
