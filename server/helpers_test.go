@@ -96,17 +96,7 @@ func subscribeFindings(t testing.TB, url string) *findingSub {
 	t.Helper()
 	// serve's /healthz answers before its embedded NATS is up (HTTP
 	// first): wait for the connection rather than fail on the first try.
-	nc, err := nats.Connect(url, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		if !nc.IsConnected() {
-			return fmt.Errorf("not connected to %s", url)
-		}
-		return nil
-	})
+	nc := connectRetrying(t, url)
 	fs := &findingSub{}
 	if _, err := nc.Subscribe("faultline.findings.>", func(m *nats.Msg) {
 		var f rule.Finding
@@ -233,7 +223,7 @@ func getFindings(t testing.TB, httpAddr string) []rule.Finding {
 
 // connectRetrying connects to an analyzer's NATS that may still be starting
 // (or restarting), waits until connected, and closes at the test's end.
-func connectRetrying(t *testing.T, url string) *nats.Conn {
+func connectRetrying(t testing.TB, url string) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {

@@ -116,13 +116,7 @@ func (e *Encoder) appendLean(dst []byte, r *parsers.Record, whole bool) []byte {
 		dst = e.appendTime(dst, r.Time)
 		dst = append(dst, '"')
 	}
-	if r.Stream != "" {
-		dst = append(dst, `,"stream":`...)
-		dst = appendString(dst, r.Stream)
-	}
-	dst = append(dst, `,"text":`...)
-	dst = appendString(dst, r.Text)
-	return append(dst, "}\n"...)
+	return appendStreamText(dst, r)
 }
 
 // compactID is a record ID of 24 lower-case hex digits (parsers.RecordID)
@@ -265,7 +259,12 @@ const digitPairs = "000102030405060708091011121314151617181920212223242526272829
 
 // appendEnd ends the record after its time.
 func appendEnd(dst []byte, r *parsers.Record) []byte {
-	dst = append(dst, '"')
+	return appendStreamText(append(dst, '"'), r)
+}
+
+// appendStreamText writes the last fields, stream and text, and the
+// record's end.
+func appendStreamText(dst []byte, r *parsers.Record) []byte {
 	if r.Stream != "" {
 		dst = append(dst, `,"stream":`...)
 		dst = appendString(dst, r.Stream)
