@@ -112,18 +112,7 @@ func TestServeSecretsFromEnvAndFile(t *testing.T) {
 		{"bearer http-from-env", http.StatusOK},
 		{"BEARER  http-from-env", http.StatusOK},
 	} {
-		req, _ := http.NewRequest("GET", "http://"+s.http+"/api/findings", nil)
-		if tt.auth != "" {
-			req.Header.Set("Authorization", tt.auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != tt.code {
-			t.Errorf("/api/findings with Authorization %q: %d, want %d", tt.auth, resp.StatusCode, tt.code)
-		}
+		wantStatus(t, "http://"+s.http+"/api/findings", tt.auth, tt.code)
 	}
 
 	file := filepath.Join(t.TempDir(), "token")

@@ -32,18 +32,7 @@ func TestUITokenFromEnvNotPrinted(t *testing.T) {
 		auth string
 		want int
 	}{{"", http.StatusUnauthorized}, {"Bearer " + token, http.StatusOK}} {
-		req, _ := http.NewRequest("GET", url+"api/findings", nil)
-		if tt.auth != "" {
-			req.Header.Set("Authorization", tt.auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != tt.want {
-			t.Errorf("api/findings with %q: %d, want %d", tt.auth, resp.StatusCode, tt.want)
-		}
+		wantStatus(t, url+"api/findings", tt.auth, tt.want)
 	}
 }
 
@@ -74,4 +63,22 @@ func startUI(t *testing.T, args ...string) (base string, out, errs *testutil.Buf
 		return nil
 	})
 	return base, out, errs
+}
+
+// wantStatus GETs url with the Authorization header auth ("" for none) and
+// checks the status code.
+func wantStatus(t *testing.T, url, auth string, want int) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		t.Errorf("GET %s with Authorization %q: %d, want %d", url, auth, resp.StatusCode, want)
+	}
 }
