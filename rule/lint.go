@@ -45,12 +45,12 @@ const minNoteWords = 4
 
 // lintSpec returns the problems compile does not see: unknown sources,
 // levels and fields of matchers, notes without a version, and template
-// fields that name nothing.
-func lintSpec(s Spec) []error {
+// fields that name nothing; with costs, regexes over the cost budget.
+func lintSpec(s Spec, costs bool) []error {
 	var errs []error
 	for _, name := range sortedKeys(s.Facts) {
 		for i, ms := range s.Facts[name].From {
-			errs = append(errs, lintMatcher(ms, fmt.Sprintf("$.facts.%s.from[%d]", name, i))...)
+			errs = append(errs, lintMatcher(ms, fmt.Sprintf("$.facts.%s.from[%d]", name, i), costs)...)
 		}
 	}
 	facts := map[string]bool{}
@@ -75,7 +75,7 @@ func lintSpec(s Spec) []error {
 	return errs
 }
 
-func lintMatcher(ms MatchSpec, path string) []error {
+func lintMatcher(ms MatchSpec, path string, costs bool) []error {
 	var errs []error
 	for i, src := range ms.Sources {
 		if !containsString(knownSources, src) {
@@ -91,7 +91,7 @@ func lintMatcher(ms MatchSpec, path string) []error {
 		errs = append(errs, ferr(path+".field", "unknown field %q (valid: %s; source-specific: %s)", ms.Field,
 			strings.Join(genericFields, ", "), strings.Join(parserFields, ", ")))
 	}
-	if ms.Regex != "" {
+	if costs && ms.Regex != "" {
 		if err := lintRegexCost(ms.Regex, path+".regex"); err != nil {
 			errs = append(errs, err)
 		}

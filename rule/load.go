@@ -51,7 +51,9 @@ func (e *LoadError) Error() string {
 
 // LoadBuiltin loads the rule pack embedded in the binary.
 func LoadBuiltin() ([]*Rule, error) {
-	return LoadFS(rules.FS, ".", "rules")
+	// Trusted: the pack's regex costs are checked once, by
+	// TestBuiltinRegexCost, not at every start of every command.
+	return loadFS(rules.FS, ".", "rules", true)
 }
 
 // LoadDir loads every rule file (*.yaml, *.yml, not *.test.yaml) in dir.
@@ -65,6 +67,12 @@ func LoadDir(dir string) ([]*Rule, error) {
 // LoadFS loads the rule files of dir in fsys; display is the directory name
 // used in messages. All problems of all files are reported at once.
 func LoadFS(fsys fs.FS, dir, display string) ([]*Rule, error) {
+	return loadFS(fsys, dir, display, false)
+}
+
+// loadFS is LoadFS; trusted skips the lint that costs start-up time (see
+// compile).
+func loadFS(fsys fs.FS, dir, display string, trusted bool) ([]*Rule, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("load rules from %s: %w", display, err)
@@ -82,7 +90,7 @@ func LoadFS(fsys fs.FS, dir, display string) ([]*Rule, error) {
 			problems = append(problems, Problem{File: name, Line: 1, Column: 1, Message: err.Error()})
 			continue
 		}
-		rs, ps := Parse(name, data)
+		rs, ps := parseRules(name, data, trusted)
 		problems = append(problems, ps...)
 		for _, r := range rs {
 			if prev, dup := seen[r.ID]; dup {
@@ -103,6 +111,10 @@ func LoadFS(fsys fs.FS, dir, display string) ([]*Rule, error) {
 // Parse reads the rules of one file (one rule per YAML document) and checks
 // them. Problems name the file, line and column.
 func Parse(file string, data []byte) ([]*Rule, []Problem) {
+	return parseRules(file, data, false)
+}
+
+func parseRules(file string, data []byte, trusted bool) ([]*Rule, []Problem) {
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, []Problem{yamlProblem(file, err)}
@@ -122,7 +134,7 @@ func Parse(file string, data []byte) ([]*Rule, []Problem) {
 		if tk := doc.Body.GetToken(); tk != nil && tk.Position != nil {
 			line = tk.Position.Line
 		}
-		r, errs := compile(spec)
+		r, errs := compile(spec, trusted)
 		for name := range spec.Facts {
 			if reservedNames[name] {
 				errs = append(errs, ferr("$.facts."+name, "fact name %q is reserved", name))
