@@ -18,11 +18,11 @@ import (
 // modification times: this is portable, needs no extra dependency, and a
 // rule edit a fraction of a second late is fine. A set that fails to load
 // is rejected with its file:line:col problems and the running rules stay.
-func (s *server) watchRules(ctx context.Context) {
+// last is the digest the running rules were loaded at (taken at start, not
+// when this goroutine gets to run: an edit in between was missed).
+func (s *server) watchRules(ctx context.Context, last [32]byte) {
 	var tick <-chan time.Time
-	var last [32]byte
 	if len(s.cfg.RuleDirs) > 0 {
-		last = dirsDigest(s.cfg.RuleDirs)
 		t := time.NewTicker(s.cfg.ReloadInterval)
 		defer t.Stop()
 		tick = t.C

@@ -79,6 +79,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer front.close()
+	// The state of the rule files the running rules come from, taken
+	// before they are read: an edit after this point is a change to reload.
+	rulesState := dirsDigest(cfg.RuleDirs)
 	rules, err := rule.Load(cfg.RuleDirs, cfg.RulesOnly)
 	if err != nil {
 		return err
@@ -208,7 +211,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	wg.Go(func() { s.hook.run(runCtx) })
 	wg.Go(func() { s.ackLoop(runCtx) })
-	wg.Go(func() { s.watchRules(runCtx) })
+	wg.Go(func() { s.watchRules(runCtx, rulesState) })
 	if cfg.Demo != "" || cfg.DemoFS != nil {
 		wg.Go(func() {
 			if err := s.runDemo(runCtx, natsURL, addrs.HTTP); err != nil {
