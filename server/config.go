@@ -43,6 +43,15 @@ type Config struct {
 	// default; negative: none).
 	SearchTimeout time.Duration
 
+	// Stream holds the log stream's retention limits (--retention-age,
+	// --retention-bytes); zero fields take transport's defaults.
+	Stream transport.StreamOptions
+
+	// Cluster, when enabled, shares the log stream's partitions among
+	// several analyzers (partitions.go); the zero value is the
+	// single-machine default.
+	Cluster ClusterConfig
+
 	// Sinks receive every new or changed finding after serve's own (the
 	// webhook outbox, the store, the terminal, NATS, the UI's live stream),
 	// e.g. a JSON-lines file; the caller closes them after Run.
@@ -92,6 +101,39 @@ type Config struct {
 	// onHTTP, in tests, receives the HTTP handler (to walk its routes).
 	onHTTP func(*web.Handler)
 }
+
+// ClusterConfig is scale-out: analyzers on a NATS cluster, each owning some
+// partitions of the log stream through leases in a KV bucket.
+type ClusterConfig struct {
+	// Name, Listen and Routes cluster the embedded NATS servers
+	// (--nats-cluster, --nats-cluster-listen, --nats-routes).
+	Name   string
+	Listen string   // host:port the embedded server takes routes on
+	Routes []string // nats://host:port of the other servers
+	// Partitions is how many partitions the log stream has (--partitions);
+	// 0: DefaultPartitions once clustered.
+	Partitions int
+	// Replicas of the stream and KV buckets (--stream-replicas); 0: as
+	// many as the NATS cluster has servers, up to 3.
+	Replicas int
+	// Member names this analyzer among its peers (--member); "": the
+	// embedded server's name, else the host name.
+	Member string
+	// Advertise is the base URL peers reach this analyzer's HTTP API at
+	// for search fan-out (--advertise); "": http:// and the bound --http.
+	Advertise string
+	// LeaseTTL: a partition whose owner stopped renewing its lease is
+	// free after this (default 5s); members heartbeat at a fifth of it.
+	LeaseTTL time.Duration
+}
+
+// DefaultPartitions is the log stream's partition count once clustered:
+// enough to balance three analyzers by rendezvous hashing.
+const DefaultPartitions = 12
+
+// Enabled reports whether the analyzer runs partitioned (a cluster name,
+// or partitions asked for on an external NATS).
+func (c ClusterConfig) Enabled() bool { return c.Name != "" || c.Partitions > 0 }
 
 // DemoShipFunc tails the files matching paths as node, publishing to the
 // NATS server of nats and keeping its offsets under stateDir, until ctx
