@@ -74,7 +74,8 @@ type Publisher struct {
 
 // Connect connects to NATS (retrying in the background if the server is not
 // up yet), waits until connected or ctx is done, and makes sure the stream
-// exists.
+// exists: it creates it on a single server, and on a NATS cluster waits for
+// an analyzer to create it (partitioned), logging once that it waits.
 func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po PublisherOptions) (*Publisher, error) {
 	if po.MaxInFlight <= 0 {
 		po.MaxInFlight = 16
@@ -188,10 +189,27 @@ func (p *Publisher) tryEnsureStream(ctx context.Context, so StreamOptions) error
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	if p.nc.ConnectedClusterName() != "" {
+		return p.waitStream(cctx)
+	}
 	_, created, err := EnsureStream(cctx, p.nc, p.js, so)
 	if err == nil && created {
 		cfg := so.StreamConfig(p.nc.MaxPayload())
 		p.log.Info("stream created", "stream", StreamName, "max_age", cfg.MaxAge, "max_bytes", cfg.MaxBytes, "duplicates", cfg.Duplicates, "max_msg_size", cfg.MaxMsgSize)
+	}
+	return err
+}
+
+// errNoStreamYet: on a NATS cluster the stream is partitioned, and only an
+// analyzer knows how (EnsurePartitionedStream); a shipper creating a plain
+// one first would take the subjects the analyzer needs.
+var errNoStreamYet = errors.New("no stream yet: on a NATS cluster an analyzer creates it (analyzer serve); waiting for it")
+
+// waitStream checks that the stream exists, without creating it.
+func (p *Publisher) waitStream(ctx context.Context) error {
+	_, err := p.js.Stream(ctx, StreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return errNoStreamYet
 	}
 	return err
 }

@@ -1,0 +1,200 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Partitioned layout (cluster mode): the stream takes what shippers publish
+// on faultline.logs.<cluster>.<node> and stores it, through a subject
+// transform, on faultline.part.<P>.<cluster>.<node>, P being NATS's own
+// partition function of the cluster token. Every record of one cluster
+// lands in one partition, so one analyzer sees all of a launch's facts.
+const (
+	PartsPrefix = "faultline.part."
+	// PartitionedSubjects is what a partitioned stream takes: exactly the
+	// two tokens of LogsSubject (the transform needs them both).
+	PartitionedSubjects = "faultline.logs.*.*"
+)
+
+// PartitionTransform is the destination of the partitioned stream's
+// subject transform for n partitions.
+func PartitionTransform(n int) string {
+	return PartsPrefix + "{{partition(" + strconv.Itoa(n) + ",1)}}.{{wildcard(1)}}.{{wildcard(2)}}"
+}
+
+// PartitionFilter is the consumer filter of partition p.
+func PartitionFilter(p int) string { return PartsPrefix + strconv.Itoa(p) + ".>" }
+
+// PartitionOfSubject reads P from a stored subject faultline.part.<P>.<cluster>.<node>.
+func PartitionOfSubject(subj string) (int, bool) {
+	rest, ok := strings.CutPrefix(subj, PartsPrefix)
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return 0, false
+	}
+	p, err := strconv.Atoi(num)
+	if err != nil || p < 0 || num != strconv.Itoa(p) {
+		return 0, false
+	}
+	return p, true
+}
+
+// PartitionOf is the partition the stream's transform puts cluster's records
+// in: nats-server's {{partition(n,1)}} hashes the subject token (FNV-1a, 32
+// bits) modulo n (server/subject_transform.go, getHashPartition). Computing
+// it here lets an analyzer know which partition holds a cluster without
+// reading the stream.
+func PartitionOf(cluster string, n int) int {
+	if n <= 0 {
+		return 0 // as the server does, rather than divide by zero
+	}
+	h := fnv.New32a()
+	h.Write([]byte(Token(cluster)))
+	return int(h.Sum32() % uint32(n))
+}
+
+// PartitionedStreamConfig is FAULTLINE_LOGS partitioned in n partitions with
+// that many replicas (at least 1) and so's limits (zero fields take
+// StreamConfig's defaults).
+func PartitionedStreamConfig(so StreamOptions, partitions, replicas int, maxPayload int64) jetstream.StreamConfig {
+	cfg := so.StreamConfig(maxPayload)
+	cfg.Subjects = []string{PartitionedSubjects}
+	cfg.SubjectTransform = &jetstream.SubjectTransformConfig{Source: PartitionedSubjects, Destination: PartitionTransform(partitions)}
+	cfg.Replicas = max(replicas, 1)
+	return cfg
+}
+
+// EnsurePartitionedStream creates FAULTLINE_LOGS partitioned, or updates an
+// existing FAULTLINE_LOGS whose subjects, transform or replicas differ, or
+// whose limits differ from those so sets explicitly (so's zero fields keep
+// the existing stream's values: the operator may have tuned them). Each
+// change is logged. Only the analyzer calls it; shippers on a cluster wait
+// for the stream (Connect).
+//
+// Records stored before the stream was partitioned (a single-machine stream
+// turned partitioned, or a change of the partition count) keep their old
+// subjects: faultline.logs.<cluster>.<node>, or faultline.part.<P>.… under
+// the old count. Partition consumers filter on the new
+// faultline.part.<P>.> and do not read them; they age out with the
+// stream's limits.
+func EnsurePartitionedStream(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, so StreamOptions, partitions, replicas int, log *slog.Logger) (jetstream.Stream, error) {
+	if partitions < 1 {
+		return nil, fmt.Errorf("stream %s: %d partitions, want at least 1", StreamName, partitions)
+	}
+	want := PartitionedStreamConfig(so, partitions, replicas, nc.MaxPayload())
+	st, err := js.Stream(ctx, StreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		st, err = js.CreateStream(ctx, want)
+		if err == nil {
+			logOrDiscard(log).Info("stream created", "stream", StreamName, "partitions", partitions, "replicas", want.Replicas,
+				"max_age", want.MaxAge, "max_bytes", want.MaxBytes)
+			return st, nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil, fmt.Errorf("create stream %s: %w", StreamName, err)
+		}
+		// Another analyzer created it meanwhile: check it as any other.
+		st, err = js.Stream(ctx, StreamName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", StreamName, err)
+	}
+	cur := st.CachedInfo().Config
+	next, changes := partitionedUpdate(cur, want, so)
+	if len(changes) == 0 {
+		return st, nil
+	}
+	st, err = js.UpdateStream(ctx, next)
+	if err != nil {
+		return nil, fmt.Errorf("update stream %s (%s): %w", StreamName, strings.Join(changes, ", "), err)
+	}
+	logOrDiscard(log).Info("stream updated", "stream", StreamName, "changes", strings.Join(changes, ", "))
+	return st, nil
+}
+
+// partitionedUpdate is cur changed where it differs from want (subjects,
+// transform, replicas, and the limits so sets), with what changed.
+func partitionedUpdate(cur, want jetstream.StreamConfig, so StreamOptions) (jetstream.StreamConfig, []string) {
+	next := cur
+	var changes []string
+	if !slices.Equal(cur.Subjects, want.Subjects) {
+		changes = append(changes, fmt.Sprintf("subjects %v -> %v", cur.Subjects, want.Subjects))
+		next.Subjects = want.Subjects
+	}
+	if cur.SubjectTransform == nil || *cur.SubjectTransform != *want.SubjectTransform {
+		from := "none"
+		if cur.SubjectTransform != nil {
+			from = cur.SubjectTransform.Source + " > " + cur.SubjectTransform.Destination
+		}
+		changes = append(changes, fmt.Sprintf("transform %s -> %s > %s", from, want.SubjectTransform.Source, want.SubjectTransform.Destination))
+		next.SubjectTransform = want.SubjectTransform
+	}
+	if max(cur.Replicas, 1) != want.Replicas {
+		changes = append(changes, fmt.Sprintf("replicas %d -> %d", max(cur.Replicas, 1), want.Replicas))
+		next.Replicas = want.Replicas
+	}
+	next, limits := withLimits(next, so)
+	return next, append(changes, limits...)
+}
+
+// withLimits is cfg with the limits so sets explicitly (non-zero fields),
+// and what changed.
+func withLimits(cfg jetstream.StreamConfig, so StreamOptions) (jetstream.StreamConfig, []string) {
+	var changes []string
+	if so.MaxAge != 0 && cfg.MaxAge != so.MaxAge {
+		changes = append(changes, fmt.Sprintf("max_age %v -> %v", cfg.MaxAge, so.MaxAge))
+		cfg.MaxAge = so.MaxAge
+	}
+	if so.MaxBytes != 0 && cfg.MaxBytes != so.MaxBytes {
+		changes = append(changes, fmt.Sprintf("max_bytes %d -> %d", cfg.MaxBytes, so.MaxBytes))
+		cfg.MaxBytes = so.MaxBytes
+	}
+	if so.Duplicates != 0 && cfg.Duplicates != so.Duplicates {
+		changes = append(changes, fmt.Sprintf("duplicates %v -> %v", cfg.Duplicates, so.Duplicates))
+		cfg.Duplicates = so.Duplicates
+	}
+	return cfg, changes
+}
+
+// ApplyLimits sets on the existing FAULTLINE_LOGS the limits so sets
+// explicitly (--retention-age, --retention-bytes given to the analyzer);
+// so's zero fields leave the stream as it is, so without such flags
+// nothing changes. Changes are logged.
+func ApplyLimits(ctx context.Context, js jetstream.JetStream, so StreamOptions, log *slog.Logger) error {
+	if so == (StreamOptions{}) {
+		return nil
+	}
+	st, err := js.Stream(ctx, StreamName)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", StreamName, err)
+	}
+	next, changes := withLimits(st.CachedInfo().Config, so)
+	if len(changes) == 0 {
+		return nil
+	}
+	if _, err := js.UpdateStream(ctx, next); err != nil {
+		return fmt.Errorf("update stream %s (%s): %w", StreamName, strings.Join(changes, ", "), err)
+	}
+	logOrDiscard(log).Info("stream limits updated", "stream", StreamName, "changes", strings.Join(changes, ", "))
+	return nil
+}
+
+func logOrDiscard(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
+}
