@@ -74,7 +74,9 @@ func decodeCursor(s string, q Query) (*cursor, error) {
 
 // queryHash identifies what a cursor pages through: the query text,
 // filters and order. Not the time range: since=2h is another time at each
-// page, and the page after a key is well defined in any range.
+// page, and the page after a key is well defined in any range. Nor the
+// partitions: a fan-out passes one cursor to analyzers that own different
+// partitions, and ownership may move between pages.
 func queryHash(q Query) uint32 {
 	k := struct {
 		Text                                     string

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,10 +63,7 @@ func (x *Index) facetsAndHistogram(ctx context.Context, q Query, bq query.Query,
 					out[f] = append(out[f], FacetTerm{Term: v, Count: n})
 				}
 			}
-			slices.SortFunc(out[f], func(a, b FacetTerm) int {
-				return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Term, b.Term))
-			})
-			out[f] = out[f][:min(len(out[f]), facetSize)]
+			out[f] = topTerms(out[f])
 		}
 	}
 	if len(slow) == 0 {

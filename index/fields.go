@@ -123,12 +123,16 @@ func (f *storedField) Size() int                                         { retur
 // Layout (version 1): the version byte, a flags byte, then the strings of
 // eventStrings as uvarint length + bytes, then time (varint unix ns, when
 // flagged), line, lines, offset, pid (varints), rank (varint, when
-// flagged), and the number of source fields followed by name, value pairs.
+// flagged), and the number of source fields followed by name, value pairs,
+// then the partition (varint, when flagged). The partition comes last and
+// only when not 0, so blobs without one are as before and an older reader
+// of a newer blob reads everything else.
 const eventBlobVersion = 1
 
 const (
 	blobHasTime = 1 << iota
 	blobHasRank
+	blobHasPartition
 )
 
 var errBadBlob = errors.New("index: bad stored event")
@@ -146,6 +150,9 @@ func encodeHit(b []byte, h *Hit) []byte {
 	}
 	if h.Rank != nil {
 		flags |= blobHasRank
+	}
+	if h.Partition != 0 {
+		flags |= blobHasPartition
 	}
 	b = append(b, eventBlobVersion, flags)
 	for _, s := range []string{h.Cluster, h.Node, h.Container, h.File, h.Stream, h.Source, h.Level,
@@ -171,6 +178,9 @@ func encodeHit(b []byte, h *Hit) []byte {
 	for _, k := range keys {
 		b = appendString(b, k)
 		b = appendString(b, h.Fields[k])
+	}
+	if flags&blobHasPartition != 0 {
+		b = binary.AppendVarint(b, int64(h.Partition))
 	}
 	return b
 }
@@ -237,6 +247,9 @@ func decodeHit(b string, h *Hit) error {
 			h.Fields[k] = r.str()
 		}
 		h.Cause = h.Fields["cause"]
+	}
+	if flags&blobHasPartition != 0 {
+		h.Partition = int(r.int())
 	}
 	return r.err
 }

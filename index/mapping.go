@@ -44,6 +44,11 @@ const (
 	FieldFileLine = "file_line"
 	FieldMessage  = "message"
 	FieldEvent    = "event" // stored only: the hit (see encodeHit)
+	// FieldPartition is the stream partition of an event in cluster mode
+	// (exact value, see intTerm), indexed only when not 0: a single
+	// analyzer's documents stay as they were, and partition 0 is the
+	// events without the term (see partitionQuery).
+	FieldPartition = "partition"
 )
 
 // KeywordFields are the exact-match fields a query may filter with field:value.
@@ -74,7 +79,7 @@ func NewMapping() mapping.IndexMapping {
 	im.DocValuesDynamic = false
 
 	dm := bleve.NewDocumentStaticMapping()
-	for _, f := range append(append(slices.Clone(keywordFields), numericFields...), FieldTime, FieldTimeSort, FieldLine, FieldFileLine) {
+	for _, f := range append(append(slices.Clone(keywordFields), numericFields...), FieldTime, FieldTimeSort, FieldLine, FieldFileLine, FieldPartition) {
 		fm := bleve.NewKeywordFieldMapping()
 		fm.Store = false
 		fm.IncludeInAll = false
@@ -188,6 +193,17 @@ func (b docBuilder) build(ev *parsers.Event) *document.Document {
 	}
 	if h.Rank != nil {
 		doc.AddField(d.term().set(FieldRank, kwOpts, intTerm(int64(*h.Rank)), ""))
+	}
+	if h.Partition != 0 {
+		// Few values, on every event of a partition: shared frequencies.
+		v := string(intTerm(int64(h.Partition)))
+		f := d.term()
+		if tfs := b.freqs.keyword(FieldPartition, v); tfs != nil {
+			f.shared(FieldPartition, kwOpts, tfs, len(v))
+		} else {
+			f.set(FieldPartition, kwOpts, []byte(v), v)
+		}
+		doc.AddField(f)
 	}
 	line := padLine(h.Line)
 	doc.AddField(d.term().set(FieldLine, lineOpts, []byte(line), line))

@@ -38,11 +38,22 @@ type Query struct {
 	Facets bool `json:"facets,omitempty"`
 	// Histogram asks for this many time buckets over [Since, Until), or
 	// over the whole index's time span when those are unset.
-	Histogram int  `json:"histogram,omitempty"`
-	Highlight bool `json:"highlight,omitempty"`
+	Histogram int `json:"histogram,omitempty"`
+	// HistogramSince and HistogramUntil, when set, stand for the index's
+	// time span where Since or Until is unset: the histogram's range, not
+	// a filter. A fan-out passes the span of all its indexes, so that
+	// every index cuts the same buckets.
+	HistogramSince time.Time `json:"histogram_since,omitzero"`
+	HistogramUntil time.Time `json:"histogram_until,omitzero"`
+	Highlight      bool      `json:"highlight,omitempty"`
 	// After is the Next cursor of the previous page: the page after it,
 	// however deep (From must be 0 with it).
 	After string `json:"after,omitempty"`
+	// Partitions: nil, every event; else only the events of these stream
+	// partitions (empty: none). It filters hits, counts, facets and the
+	// histogram alike; a cursor stays valid when it changes (see
+	// queryHash).
+	Partitions []int `json:"partitions,omitempty"`
 }
 
 // Hit is one event found.
@@ -72,6 +83,9 @@ type Hit struct {
 	// around text nodes; no HTML ever comes from the index.
 	Highlights [][2]int `json:"highlights,omitempty"`
 	Score      float64  `json:"score,omitempty"`
+	// Partition is the stream partition of the event (0 outside cluster
+	// mode).
+	Partition int `json:"partition,omitempty"`
 }
 
 // FacetTerm is a value of a facet field and how many hits have it.
@@ -99,6 +113,9 @@ type Result struct {
 	// Next is the cursor of the page after this one (Query.After); empty
 	// on the last page.
 	Next string `json:"next,omitempty"`
+	// Partial names the searchers of a fan-out (analyzers) that did not
+	// answer, and why: the hits and counts are those of the others.
+	Partial []string `json:"partial,omitempty"`
 }
 
 // FacetFields are the fields Query.Facets counts.
@@ -148,6 +165,9 @@ func BuildQuery(q Query) (query.Query, error) {
 	addTerms(FieldFile, q.Files)
 	if !q.Since.IsZero() || !q.Until.IsZero() {
 		filters = append(filters, timeRangeQuery(q.Since, q.Until))
+	}
+	if q.Partitions != nil {
+		filters = append(filters, partitionQuery(q.Partitions))
 	}
 	if q.Sort != "score" {
 		return and(append([]query.Query{text}, filters...)...), nil
@@ -285,7 +305,7 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	}
 	var buckets []Bucket
 	if q.Histogram > 0 {
-		lo, hi := q.Since, q.Until
+		lo, hi := orTime(q.Since, q.HistogramSince), orTime(q.Until, q.HistogramUntil)
 		if lo.IsZero() || hi.IsZero() {
 			blo, bhi, err := x.Bounds(ctx)
 			if err != nil {
@@ -341,7 +361,7 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 		}
 	}
 	if byTime {
-		sortTies(res.Hits, q.Sort != "time")
+		ArrangePage(q, res.Hits)
 	}
 	if q.Highlight && len(res.Hits) > 0 {
 		if err := x.highlight(ctx, bq, res.Hits); err != nil {
@@ -425,6 +445,14 @@ func (x *Index) highlight(ctx context.Context, q query.Query, hits []Hit) error 
 		}
 	}
 	return nil
+}
+
+// orTime is t, or else when t is zero.
+func orTime(t, orElse time.Time) time.Time {
+	if t.IsZero() {
+		return orElse
+	}
+	return t
 }
 
 // makeBuckets splits [lo, hi) into n buckets of a round width.
@@ -654,7 +682,7 @@ func HitFromEvent(ev *parsers.Event) Hit {
 		ID: ev.ID, Time: eventTime(ev), Cluster: ev.Cluster, Node: ev.Node, Container: ev.Container, File: ev.File,
 		Line: ev.Line, Lines: ev.Lines, Offset: ev.Offset, Stream: ev.Stream, Source: ev.Source, Level: ev.Level,
 		Component: ev.Component, Process: ev.Process, PID: ev.PID, IP: ev.IP, Cause: ev.Fields["cause"],
-		Fields: ev.Fields, Message: ev.Message,
+		Fields: ev.Fields, Message: ev.Message, Partition: ev.Partition,
 	}
 	if h.Message == "" {
 		h.Message = ev.Text

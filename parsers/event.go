@@ -36,4 +36,7 @@ type Event struct {
 	IP        string            `json:"ip,omitempty"`      // ip= of Ray's forwarded-output prefix
 	Message   string            `json:"message"`           // the text without prefixes and header
 	Fields    map[string]string `json:"fields,omitempty"`  // source-specific fields
+	// Partition is the stream partition the event came through, which
+	// serve reads from the message subject in cluster mode; 0 otherwise.
+	Partition int `json:"partition,omitempty"`
 }
