@@ -3,8 +3,8 @@ package rule
 import "maps"
 
 // Checkpoint says, per cluster, where the earliest launch the engine still
-// keeps began: the stream position of the record that opened it and its
-// number. A replay that starts there rebuilds the kept launches exactly
+// keeps began: the stream position and ID of the record that opened it and
+// its number. A replay that starts there rebuilds the kept launches exactly
 // (same numbers, facts and finding IDs) without reading what came before.
 type Checkpoint map[string]LaunchMark
 
@@ -12,6 +12,11 @@ type Checkpoint map[string]LaunchMark
 type LaunchMark struct {
 	Pos uint64 `json:"pos"` // position given to ObserveAt for the opening record
 	Num int    `json:"num"` // the launch's number
+	// Opener is the ID of the opening record, which the launch's finding
+	// IDs derive from: the reopened launch keeps it even when the stream
+	// lost that record (empty in checkpoints written before it existed:
+	// the replay's first record of the cluster is taken).
+	Opener string `json:"opener,omitempty"`
 }
 
 // From is the position a replay starts at: the smallest of the clusters'
@@ -56,14 +61,14 @@ func (e *Engine) Checkpoint() Checkpoint {
 			continue
 		}
 		ls := cs.launches[0]
-		cp[name] = LaunchMark{Pos: ls.pos, Num: ls.num}
+		cp[name] = LaunchMark{Pos: ls.pos, Num: ls.num, Opener: ls.opener}
 	}
 	return cp
 }
 
 // Restore prepares a new engine for a replay from cp (see Skip): each
 // cluster's launch counter is set so that the first launch the replay opens
-// gets the checkpoint's number, as it did the first time.
+// gets the checkpoint's number and opener, as it did the first time.
 //
 // earlier are the findings known from before (the stored ones): those of a
 // checkpoint cluster's launches older than its checkpoint launch are not

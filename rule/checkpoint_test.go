@@ -2,6 +2,7 @@ package rule
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -63,6 +64,7 @@ func interleave(seqs ...[]*parsers.Event) []*parsers.Event {
 // launchView is what a launch holds, comparable across engines.
 type launchView struct {
 	Num                           int
+	Opener                        string
 	Pos                           uint64
 	Marked, VLLM, Healthy, Failed bool
 	Start                         string
@@ -80,7 +82,7 @@ func engineState(e *Engine) (map[string]clusterView, []Finding) {
 	for name, cs := range e.clusters {
 		cv := clusterView{Seq: cs.seq}
 		for _, ls := range cs.launches {
-			cv.Launches = append(cv.Launches, launchView{ls.num, ls.pos, ls.marked, ls.vllmSeen, ls.healthy, ls.failed,
+			cv.Launches = append(cv.Launches, launchView{ls.num, ls.opener, ls.pos, ls.marked, ls.vllmSeen, ls.healthy, ls.failed,
 				ls.start.String(), ls.facts})
 		}
 		out[name] = cv
@@ -234,4 +236,118 @@ func TestCheckpointReplayOfTheSeed(t *testing.T) {
 	}
 	replayed, cuts := checkReplays(t, rules, evs, max(1, len(evs)/25))
 	t.Logf("%d events, %d cuts, %d events replayed in all", len(evs), cuts, replayed)
+}
+
+// manyLaunches is two clusters with more launches than the engine keeps
+// (a checkpoint starts at a later launch of each), findings in several.
+func manyLaunches() []*parsers.Event {
+	return interleave(
+		seq("c1", lnWant1, lnVLLM, lnWant2, lnHave2, lnFail, lnVLLM, lnWant1, lnVLLM, lnShm, lnVLLM, lnWant1,
+			lnHave1, lnVLLM, lnWant2, lnTimeout, lnVLLM, lnWant1, lnHave2, lnHealthy),
+		seq("c2", lnRay, lnWant1, lnRay, lnRay, lnShm, lnTimeout, lnRay, lnWant2, lnRay, lnWant1, lnRay, lnHave1),
+	)
+}
+
+// Finding IDs derive from the records that opened the launches, not from the
+// launch counter: a replay from a checkpoint whose numbers are off (another
+// analyzer's counter, a checkpoint from a longer history) derives the same
+// IDs as a full replay, only the displayed launch numbers differ.
+func TestFindingIDsIgnoreTheLaunchCounter(t *testing.T) {
+	rules := mustParse(t, testRules)
+	evs := manyLaunches()
+	full := NewEngine(rules)
+	for i, ev := range evs {
+		full.ObserveAt(ev, uint64(i+1))
+	}
+	cp := full.Checkpoint()
+	if cp["c1"].Num < 2 || cp["c2"].Num < 2 {
+		t.Fatalf("checkpoint %v starts at the first launch; the test needs later ones", cp)
+	}
+	// What a replay from cp re-derives: the findings of the kept launches.
+	want := map[string]Finding{}
+	for _, f := range full.Findings() {
+		if f.Launch >= cp[f.Cluster].Num {
+			want[f.ID] = f
+		}
+	}
+	if len(want) < 3 {
+		t.Fatalf("%d findings in the kept launches; the test needs some", len(want))
+	}
+	for _, shift := range []int{0, 5, 40} {
+		t.Run(fmt.Sprintf("counter %d ahead", shift), func(t *testing.T) {
+			shifted := Checkpoint{}
+			for name, m := range cp {
+				m.Num += shift
+				shifted[name] = m
+			}
+			re := NewEngine(rules)
+			re.Restore(shifted, nil)
+			for i, ev := range evs {
+				if pos := uint64(i + 1); pos >= shifted.From() && !shifted.Skip(ev.Cluster, pos) {
+					re.ObserveAt(ev, pos)
+				}
+			}
+			got := re.Findings()
+			if len(got) != len(want) {
+				t.Errorf("%d findings, want %d: %q", len(got), len(want), ids(got))
+			}
+			for _, f := range got {
+				w, ok := want[f.ID]
+				if !ok {
+					t.Errorf("finding %s (%s, launch %d) is not a full replay's: %q", f.ID, f.Rule, f.Launch, ids(full.Findings()))
+					continue
+				}
+				if f.Launch != w.Launch+shift || f.Rule != w.Rule || f.Status != w.Status || f.ExplainedBy != w.ExplainedBy {
+					t.Errorf("finding %s: launch %d %s %s explained by %q, want launch %d %s %s explained by %q",
+						f.ID, f.Launch, f.Rule, f.Status, f.ExplainedBy, w.Launch+shift, w.Rule, w.Status, w.ExplainedBy)
+				}
+			}
+		})
+	}
+}
+
+// A checkpoint names the record that opened its launch: a replay that
+// cannot read that record any more (the stream's retention dropped it)
+// still gives the launch's findings their IDs.
+func TestCheckpointOpenerOutlivesItsRecord(t *testing.T) {
+	rules := mustParse(t, testRules)
+	// The lost opener says nothing the rules use (a lost launch marker
+	// would change where launches begin, whatever the IDs).
+	evs := interleave(
+		seq("c1", "starting up", lnVLLM, lnWant1, lnHave1, lnShm, lnFail),
+		seq("c2", "starting up", lnRay, lnTimeout, lnWant2, lnHave1),
+	)
+	full := NewEngine(rules)
+	for i, ev := range evs {
+		full.ObserveAt(ev, uint64(i+1))
+	}
+	want := full.Findings()
+	if len(want) < 2 {
+		t.Fatalf("%d findings; the test needs some", len(want))
+	}
+	cp := full.Checkpoint()
+	for name, m := range cp {
+		if m.Opener == "" || m.Opener != evs[m.Pos-1].ID {
+			t.Errorf("checkpoint of %s names opener %q, the record at %d is %q", name, m.Opener, m.Pos, evs[m.Pos-1].ID)
+		}
+	}
+	// Through JSON, as serve keeps it.
+	b, err := json.Marshal(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read Checkpoint
+	if err := json.Unmarshal(b, &read); err != nil || !read.Equal(cp) {
+		t.Fatalf("checkpoint %s read back as %v (%v)", b, read, err)
+	}
+	re := NewEngine(rules)
+	re.Restore(read, nil)
+	for i, ev := range evs {
+		if pos := uint64(i + 1); pos != read[ev.Cluster].Pos { // the openers are gone
+			re.ObserveAt(ev, pos)
+		}
+	}
+	if got := re.Findings(); !reflect.DeepEqual(ids(got), ids(want)) {
+		t.Errorf("findings without their launches' openers\n got %q\nwant %q", ids(got), ids(want))
+	}
 }

@@ -60,7 +60,8 @@ type clusterState struct {
 }
 
 type launchState struct {
-	num      int
+	num      int    // 1-based, displayed; a counter, so never part of an ID
+	opener   string // ID of the record that opened it (see openerID): its findings' IDs derive from it
 	pos      uint64 // stream position of the record that opened it (see ObserveAt)
 	marked   bool   // a launch marker was seen (else: logs started mid-launch)
 	vllmSeen bool
@@ -330,7 +331,13 @@ func (e *Engine) ObserveAt(ev *parsers.Event, pos uint64) []Finding {
 		// A cluster's first record opens its first launch, unmarked (or
 		// Restore left the cluster without launches: the replay's first
 		// record is the one that opened the checkpoint's launch).
-		e.newLaunch(cs, ev.Time, pos)
+		ls := e.newLaunch(cs, ev, pos)
+		if cs.restored.Opener != "" && cs.seq == cs.restored.Num {
+			// The checkpoint's launch, reopened by the replay: it keeps
+			// the opener the checkpoint names even if the stream no
+			// longer holds that record.
+			ls.opener = cs.restored.Opener
+		}
 	}
 	text := ev.Message
 	if text == "" {
@@ -418,9 +425,9 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string, hits [
 	return dirty
 }
 
-func (e *Engine) newLaunch(cs *clusterState, t time.Time, pos uint64) *launchState {
+func (e *Engine) newLaunch(cs *clusterState, ev *parsers.Event, pos uint64) *launchState {
 	cs.seq++
-	ls := &launchState{num: cs.seq, pos: pos, start: t, facts: map[string]*factState{}}
+	ls := &launchState{num: cs.seq, opener: openerID(ev), pos: pos, start: ev.Time, facts: map[string]*factState{}}
 	cs.launches = append(cs.launches, ls)
 	if len(cs.launches) > maxLaunchesKept {
 		cs.launches = cs.launches[len(cs.launches)-maxLaunchesKept:]
@@ -435,12 +442,12 @@ func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event
 	switch {
 	case marks&(1<<markRayHead) != 0:
 		if ls.marked {
-			ls = e.newLaunch(cs, ev.Time, pos)
+			ls = e.newLaunch(cs, ev, pos)
 		}
 		ls.marked = true
 	case marks&(1<<markVLLM) != 0 && reVLLMBanner.MatchString(msg):
 		if ls.vllmSeen {
-			ls = e.newLaunch(cs, ev.Time, pos)
+			ls = e.newLaunch(cs, ev, pos)
 		}
 		ls.marked, ls.vllmSeen = true, true
 	case marks&(1<<markFailed) != 0:
@@ -706,7 +713,7 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 			keyVals = append(keyVals, k+"="+fs.values[0])
 		}
 	}
-	id := findingID(r.ID, cluster, ls.num, keyVals)
+	id := findingID(r.ID, cluster, ls.opener, keyVals)
 	f := e.findings[id]
 	if f == nil {
 		f = &Finding{ID: id, Rule: r.ID, Cause: r.Cause, Severity: r.Severity, Cluster: cluster,
@@ -838,10 +845,28 @@ func fingerprint(f *Finding) string {
 	return b.String()
 }
 
-func findingID(rule, cluster string, launch int, key []string) string {
+// findingID identifies a finding by its rule, cluster, key facts and the
+// record that opened its launch: the same logs give the same IDs whatever
+// the launch counter says (a replay from a checkpoint, another analyzer
+// taking a partition over), which a launch number would not.
+func findingID(rule, cluster, opener string, key []string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%s", rule, cluster, launch, strings.Join(key, "\x00"))
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", rule, cluster, opener, strings.Join(key, "\x00"))
 	return hex.EncodeToString(h.Sum(nil)[:10])
+}
+
+// openerID is the identity of a launch's opening record: its record ID.
+// Records from the parsers always have one (node, file identity, offset);
+// an event built without one (tests, callers of Observe) is identified by
+// where it sits and what it says instead — node, file, line, time, text and
+// message — which is as stable across replays of the same events.
+func openerID(ev *parsers.Event) string {
+	if ev.ID != "" {
+		return ev.ID
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%s\x00%s\x00%s", ev.Node, ev.File, ev.Line, ev.Time.Format(time.RFC3339Nano), ev.Text, ev.Message)
+	return "noid:" + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
 // snapshot copies a finding (so callers never share the engine's slices) and

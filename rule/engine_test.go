@@ -1,6 +1,7 @@
 package rule
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,31 @@ func TestEngineLaunchesDoNotMix(t *testing.T) {
 	got := e.Observe(ev("a", 20, "INFO:     Application startup complete."))
 	if len(got) != 1 || got[0].Status != "resolved" {
 		t.Fatalf("want the launch-1 finding resolved, got %+v", got)
+	}
+}
+
+// Events without a record ID (built by hand, not by the parsers): the
+// launches they open are told apart by node, file, line, time and text, so
+// two launches' findings do not share an ID, and the same events give the
+// same IDs again.
+func TestEngineLaunchesOpenedWithoutRecordIDs(t *testing.T) {
+	run := func() []Finding {
+		e := NewEngine(mustParse(t, testRules))
+		for _, x := range []*parsers.Event{
+			ev("a", 0, lnVLLM), ev("a", 1, lnWant1), // launch 1
+			ev("a", 10, lnVLLM), ev("a", 11, lnWant1), // launch 2: the same lines later
+		} {
+			x.ID = ""
+			e.Observe(x)
+		}
+		return e.Findings()
+	}
+	first := run()
+	if len(first) != 2 || first[0].ID == first[1].ID || first[0].Launch == first[1].Launch {
+		t.Fatalf("want one finding per launch, with distinct IDs: %q", ids(first))
+	}
+	if again := run(); !reflect.DeepEqual(ids(again), ids(first)) {
+		t.Errorf("the same events gave other IDs:\n got %q\nwant %q", ids(again), ids(first))
 	}
 }
 

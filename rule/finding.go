@@ -43,7 +43,7 @@ type RuledOut struct {
 // one schema of `diagnose --json`, the findings NATS subject, the HTTP API
 // and the webhook payload.
 type Finding struct {
-	ID          string              `json:"id"` // stable: rule, cluster, launch and key facts
+	ID          string              `json:"id"` // stable: rule, cluster, the record that opened the launch, key facts
 	Rule        string              `json:"rule"`
 	Cause       string              `json:"cause"`
 	Severity    string              `json:"severity"`
@@ -62,4 +62,7 @@ type Finding struct {
 	FirstSeen   time.Time           `json:"first_seen,omitzero"`
 	LastSeen    time.Time           `json:"last_seen,omitzero"`
 	Updates     int                 `json:"updates"` // how many times new evidence changed it
+	// Revision counts the versions announced: 1 when first announced, +1
+	// per announced change (set by sink.Changes; 0 until announced).
+	Revision int `json:"revision,omitempty"`
 }
