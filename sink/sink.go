@@ -47,10 +47,11 @@ func (m Multi) Close() error {
 	return errors.Join(errs...)
 }
 
-// Changes passes on only the findings that are new or changed since they
-// were last announced — in status, root cause or evidence — so a sink sees
-// each version once however often the rules re-derive it (a replay after
-// a restart re-derives every stored finding).
+// Changes passes on only the newer versions of findings (see Newer), so a
+// sink sees each version once however often the rules re-derive it (a
+// replay after a restart re-derives every stored finding). It numbers the
+// versions it passes on: Revision 1 for a finding's first, +1 for each
+// later one.
 type Changes struct {
 	next  Sink
 	mu    sync.Mutex
@@ -58,7 +59,8 @@ type Changes struct {
 }
 
 // NewChanges returns a Changes in front of next that knows the findings
-// announced before (serve's stored findings; none offline).
+// announced before (serve's stored findings, stored as announced, with
+// their revision; none offline).
 func NewChanges(announced []rule.Finding, next Sink) *Changes {
 	c := &Changes{next: next, known: make(map[string]rule.Finding, len(announced))}
 	for _, f := range announced {
@@ -72,8 +74,14 @@ func (c *Changes) Announce(ctx context.Context, fs []rule.Finding) error {
 	c.mu.Lock()
 	for _, f := range fs {
 		old, ok := c.known[f.ID]
-		if ok && old.Status == f.Status && old.ExplainedBy == f.ExplainedBy && f.Updates <= old.Updates {
+		if ok && !Newer(f, old) {
 			continue
+		}
+		f.Revision = 1
+		if ok {
+			// A finding stored before revisions were numbered (0) was
+			// announced once at least.
+			f.Revision = max(old.Revision, 1) + 1
 		}
 		c.known[f.ID] = f
 		changed = append(changed, f)
@@ -84,6 +92,36 @@ func (c *Changes) Announce(ctx context.Context, fs []rule.Finding) error {
 	}
 	return c.next.Announce(ctx, changed)
 }
+
+// Newer reports whether f is a later version of a finding than old, the
+// version announced last. The engine raises Updates with every version it
+// returns, so more Updates is newer and fewer is an older version that a
+// replay re-derived. Resolved is final (the engine never changes a resolved
+// finding again): a resolved f is newer than an unresolved old whatever
+// the Updates (a replay that lost early records counts fewer), and an
+// unresolved f is never newer than a resolved old. At equal Updates the two
+// are one version re-derived in another context (say before the replay
+// re-derived its root cause): f is newer only where it says more —
+// resolved or retracted where old was active, or a root cause where old had
+// none. Going back (to active, to no root cause) or sideways is not newer.
+func Newer(f, old rule.Finding) bool {
+	if fr, or := f.Status == statusResolved, old.Status == statusResolved; fr != or {
+		return fr
+	}
+	if f.Updates != old.Updates {
+		return f.Updates > old.Updates
+	}
+	if f.Status != old.Status {
+		return old.Status == statusActive
+	}
+	return old.ExplainedBy == "" && f.ExplainedBy != ""
+}
+
+// Finding statuses (as the rule engine sets them).
+const (
+	statusActive   = "active"
+	statusResolved = "resolved"
+)
 
 // Len is how many distinct findings were announced (or known before).
 func (c *Changes) Len() int {

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/pipeline"
 	"github.com/faultline/faultline/rule"
 )
 
@@ -86,5 +91,144 @@ func TestMultiKeepsGoing(t *testing.T) {
 	m.Close()
 	if !bad.closed {
 		t.Error("not closed")
+	}
+}
+
+// recorder keeps what it is given.
+type recorder struct{ got []rule.Finding }
+
+func (r *recorder) Announce(_ context.Context, fs []rule.Finding) error {
+	r.got = append(r.got, fs...)
+	return nil
+}
+func (r *recorder) Close() error { return nil }
+
+func TestNewer(t *testing.T) {
+	v := func(updates int, status, explainedBy string) rule.Finding {
+		return rule.Finding{ID: "a", Updates: updates, Status: status, ExplainedBy: explainedBy}
+	}
+	tests := []struct {
+		name     string
+		f, old   rule.Finding
+		newer    bool
+		replayed bool // an older version a replay re-derives: must not be newer
+	}{
+		{"same version", v(2, "active", "r"), v(2, "active", "r"), false, true},
+		{"more updates", v(3, "active", ""), v(2, "active", ""), true, false},
+		{"more updates, root cause lost meanwhile", v(3, "active", ""), v(2, "active", "r"), true, false},
+		{"fewer updates", v(1, "active", "r"), v(2, "active", "r"), false, true},
+		{"fewer updates, no root cause yet", v(1, "active", ""), v(2, "active", "r"), false, true},
+		{"fewer updates, active again after a retraction", v(1, "active", ""), v(2, "retracted", ""), false, true},
+		{"fewer updates, an earlier retraction", v(2, "retracted", ""), v(4, "active", ""), false, true},
+		{"resolved, with fewer updates (a replay that lost records)", v(2, "resolved", ""), v(4, "active", ""), true, false},
+		{"resolved, with more updates", v(4, "resolved", ""), v(2, "resolved", ""), true, false},
+		{"back from resolved to active, with more updates", v(4, "active", ""), v(2, "resolved", ""), false, true},
+		{"resolved after a retraction", v(3, "resolved", ""), v(4, "retracted", ""), true, false},
+		{"resolved, same updates", v(2, "resolved", ""), v(2, "active", ""), true, false},
+		{"retracted, same updates", v(2, "retracted", ""), v(2, "active", ""), true, false},
+		{"same updates, back from resolved to active", v(2, "active", ""), v(2, "resolved", ""), false, true},
+		{"same updates, back from retracted to active", v(2, "active", ""), v(2, "retracted", ""), false, true},
+		{"same updates, a root cause found", v(2, "active", "r"), v(2, "active", ""), true, false},
+		{"same updates, root cause back to empty", v(2, "active", ""), v(2, "active", "r"), false, true},
+		{"same updates, another root cause", v(2, "active", "s"), v(2, "active", "r"), false, true},
+		{"resolved, same updates, root cause back to empty", v(2, "resolved", ""), v(2, "resolved", "r"), false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Newer(tc.f, tc.old); got != tc.newer {
+				t.Errorf("Newer(%+v, %+v) = %v, want %v", tc.f, tc.old, got, tc.newer)
+			}
+			if tc.replayed && tc.newer {
+				t.Fatal("the table says a re-derived version is newer")
+			}
+			if tc.newer && Newer(tc.old, tc.f) {
+				t.Errorf("both versions are newer than each other")
+			}
+		})
+	}
+}
+
+// Changes numbers the versions it passes on, 1, 2, 3 per finding, without
+// a gap for the versions it drops; a finding stored before revisions were
+// numbered goes on from 1.
+func TestChangesNumbersRevisions(t *testing.T) {
+	rec := &recorder{}
+	legacy := finding("old", 2) // stored without a revision
+	c := NewChanges([]rule.Finding{legacy}, rec)
+	ctx := context.Background()
+	root := func(updates int, status string) rule.Finding {
+		f := finding("a", updates)
+		f.Status = status
+		return f
+	}
+	explained := finding("b", 1)
+	explained.ExplainedBy = "a"
+	for _, batch := range [][]rule.Finding{
+		{root(1, "active"), finding("b", 1)},
+		{root(1, "active")},                  // the same again
+		{root(2, "active"), explained},       // a, then b's root cause found
+		{root(1, "active"), finding("b", 1)}, // older versions re-derived
+		{root(3, "resolved")},
+		{finding("old", 2), finding("old", 3)},
+	} {
+		if err := c.Announce(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, f := range rec.got {
+		got = append(got, fmt.Sprintf("%s u%d r%d", f.ID, f.Updates, f.Revision))
+	}
+	want := []string{"a u1 r1", "b u1 r1", "a u2 r2", "b u1 r2", "a u3 r3", "old u3 r2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("passed on %q, want %q", got, want)
+	}
+}
+
+// A replay of real logs through a new engine, behind a Changes that knows
+// what the first run announced (as serve's stored findings), passes nothing
+// on; the first run numbered each finding's versions 1, 2, 3...
+func TestChangesReplayAssignsNoRevision(t *testing.T) {
+	rules, err := rule.LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{
+		"seed/both", // the failed launch, then the fixed one: a resolution
+		"real/12-nccl-ib-docker-no-rdma-device",
+		"real/03-nccl-shm-docker-64mb-xgboost",
+	} {
+		t.Run(dir, func(t *testing.T) {
+			inputs, err := pipeline.ParseArgs([]string{"../testdata/logs/" + dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := func(stored []rule.Finding) *recorder {
+				rec := &recorder{}
+				c := NewChanges(stored, rec)
+				e := rule.NewEngine(rules)
+				if _, err := pipeline.Replay(context.Background(), inputs, pipeline.Options{}, func(ev *parsers.Event) error {
+					return c.Announce(context.Background(), e.Observe(ev))
+				}); err != nil {
+					t.Fatal(err)
+				}
+				return rec
+			}
+			first := run(nil)
+			last := map[string]rule.Finding{} // what serve stores: the last version announced
+			for _, f := range first.got {
+				if want := last[f.ID].Revision + 1; f.Revision != want {
+					t.Errorf("finding %s (%s) with %d updates is revision %d, want %d", f.ID, f.Rule, f.Updates, f.Revision, want)
+				}
+				last[f.ID] = f
+			}
+			if len(first.got) <= len(last) {
+				t.Fatalf("%d versions of %d findings; the test needs findings that change", len(first.got), len(last))
+			}
+			again := run(slices.Collect(maps.Values(last)))
+			for _, f := range again.got {
+				t.Errorf("the replay announced %s (%s) again: %d updates, %s, revision %d", f.ID, f.Rule, f.Updates, f.Status, f.Revision)
+			}
+		})
 	}
 }
