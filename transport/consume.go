@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +18,9 @@ import (
 type Batch struct {
 	Subject string
 	Seq     uint64 // stream sequence
+	// Pending is how many messages of the consumer's subjects were left
+	// after this one when it was delivered (the consumer's lag).
+	Pending uint64
 	Records []parsers.Record
 	// Stored is when JetStream stored the message, ReadAt when the shipper
 	// read its first record (zero when the shipper did not say), Decode
@@ -168,20 +170,8 @@ func (c *Consumer) Read(ctx context.Context) (Batch, AckFunc, error) {
 		if !ok {
 			return Batch{}, nil, errors.New("transport: consumer closed")
 		}
-		b := Batch{Subject: m.Subject()}
-		if md, err := m.Metadata(); err == nil {
-			b.Seq, b.Stored = md.Sequence.Stream, md.Timestamp
-		}
-		if v := m.Headers().Get(HeaderReadAt); v != "" {
-			if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
-				b.ReadAt = time.Unix(0, ns)
-			}
-		}
-		start := time.Now()
-		b.Records, b.Err = Decode(m.Data())
-		b.Decode = time.Since(start)
 		c.handing = true
-		return b, c.acker(m), nil
+		return BatchOf(m), c.acker(m), nil
 	}
 }
 

@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/faultline/faultline/internal/testutil"
+	"github.com/faultline/faultline/rule"
+)
+
+func joinTest(t *testing.T, url, name string) *Node {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := Join(ctx, js, Options{Member: name, Partitions: 1, Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Two members re-derive the same versions of a finding at the same time,
+// and a third replays them later: each version is announced once, with
+// revisions 1, 2, 3 and no gap.
+func TestClaimsAnnounceEachVersionOnce(t *testing.T) {
+	srv := testutil.RunJetStreamServer(t)
+	a, b, c := joinTest(t, srv.ClientURL(), "a"), joinTest(t, srv.ClientURL(), "b"), joinTest(t, srv.ClientURL(), "c")
+	versions := []rule.Finding{
+		{ID: "f1", Status: "active", Updates: 0},
+		{ID: "f1", Status: "active", Updates: 1},
+		{ID: "f1", Status: "active", Updates: 1, ExplainedBy: "root"},
+		{ID: "f1", Status: "resolved", Updates: 2, ExplainedBy: "root"},
+	}
+	ctx := context.Background()
+	var mu sync.Mutex
+	var won []rule.Finding
+	var wg sync.WaitGroup
+	for _, n := range []*Node{a, b} {
+		wg.Go(func() {
+			for _, v := range versions {
+				f, ok, err := n.Claim(ctx, v)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					mu.Lock()
+					won = append(won, f)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// A replay elsewhere, from the start: nothing is news.
+	for _, v := range versions {
+		if _, ok, err := c.Claim(ctx, v); ok || err != nil {
+			t.Errorf("replayed version %+v claimed again (err %v)", v, err)
+		}
+	}
+	seen := map[int]bool{}
+	for _, f := range won {
+		if seen[f.Revision] {
+			t.Errorf("revision %d announced twice", f.Revision)
+		}
+		seen[f.Revision] = true
+	}
+	for r := 1; r <= len(seen); r++ {
+		if !seen[r] {
+			t.Errorf("revision %d skipped: %v", r, seen)
+		}
+	}
+	// Interleaving decides how many versions were news by the time each
+	// was tried, but the last is always announced, and stored last.
+	stored, ok, err := c.Stored(ctx, "f1")
+	if err != nil || !ok || stored.Status != "resolved" || stored.Revision != len(seen) {
+		t.Errorf("stored %+v, %v, %v; want resolved at revision %d", stored, ok, err, len(seen))
+	}
+	if err := c.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testutil.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if fs := c.Findings(); len(fs) != 1 || fs[0].Status != "resolved" {
+			return fmt.Errorf("findings view: %+v", fs)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,69 @@
+// Package cluster is how several analyzers share one log stream on a NATS
+// cluster without consensus of their own: everything that must be agreed on
+// is a compare-and-set on a JetStream KV bucket.
+//
+//   - Members heartbeat into a bucket whose entries expire (members.go);
+//     the live members are the keys present.
+//   - Each partition of the stream is owned through a lease (leases.go): a
+//     KV key created by its owner, renewed by update-with-revision, and
+//     expiring when renewals stop. The revision of the create is the lease's
+//     epoch. Who should own what is rendezvous hashing over the live members,
+//     so partitions move when a member joins, leaves or stops heartbeating.
+//   - An owner stops processing a partition before its lease can expire on
+//     the server: its local deadline is the time it sent the last successful
+//     renewal plus the TTL, less a margin.
+//   - A finding is announced only by whoever wins a compare-and-set of its
+//     next revision in the findings bucket (claims.go): across all members
+//     and replays, no (id, revision) is announced twice and revisions never
+//     skip.
+//   - Per partition, where its live launches began (the rule engine's
+//     checkpoint) is kept in a bucket, so a new owner replays from there
+//     rather than from the start of the stream (State).
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bucket names.
+const (
+	MembersBucket  = "faultline_members"
+	LeasesBucket   = "faultline_leases"
+	FindingsBucket = "faultline_findings"
+	StateBucket    = "faultline_state"
+)
+
+// DefaultTTL is how long a lease or a membership outlives its last renewal.
+const DefaultTTL = 5 * time.Second
+
+// buckets creates (or updates) the four buckets with replicas copies each.
+func buckets(ctx context.Context, js jetstream.JetStream, replicas int, ttl time.Duration) (members, leases, findings, state jetstream.KeyValue, err error) {
+	mk := func(cfg jetstream.KeyValueConfig) jetstream.KeyValue {
+		if err != nil {
+			return nil
+		}
+		cfg.Replicas = max(replicas, 1)
+		cfg.Storage = jetstream.FileStorage
+		var kv jetstream.KeyValue
+		kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
+		if err != nil {
+			err = fmt.Errorf("kv bucket %s: %w", cfg.Bucket, err)
+		}
+		return kv
+	}
+	members = mk(jetstream.KeyValueConfig{Bucket: MembersBucket, TTL: ttl, Description: "Faultline analyzers, by heartbeat"})
+	leases = mk(jetstream.KeyValueConfig{Bucket: LeasesBucket, TTL: ttl, Description: "Faultline partition leases"})
+	findings = mk(jetstream.KeyValueConfig{Bucket: FindingsBucket, History: 1, Description: "Faultline findings, by id, as last announced"})
+	state = mk(jetstream.KeyValueConfig{Bucket: StateBucket, History: 1, Description: "Faultline per-partition replay checkpoints"})
+	return
+}
+
+// isConflict reports a lost compare-and-set.
+func isConflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}

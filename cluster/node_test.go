@@ -1,0 +1,242 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/faultline/faultline/internal/natstest"
+	"github.com/faultline/faultline/internal/testutil"
+)
+
+func TestOwnerSpreadsAndMovesLittle(t *testing.T) {
+	members := []string{"analyzer-1", "analyzer-2", "analyzer-3"}
+	const parts = 12
+	count := map[string]int{}
+	for p := range parts {
+		count[Owner(p, members)]++
+	}
+	for _, m := range members {
+		if count[m] < 2 {
+			t.Errorf("%s owns %d of %d partitions: %v", m, count[m], parts, count)
+		}
+	}
+	// A member leaving moves only its own partitions.
+	for p := range parts {
+		before := Owner(p, members)
+		after := Owner(p, members[:2])
+		if before != "analyzer-3" && after != before {
+			t.Errorf("partition %d moved from %s to %s though %s stayed", p, before, after, before)
+		}
+	}
+	if Owner(0, nil) != "" {
+		t.Error("no members: no owner")
+	}
+}
+
+// holdings records who runs each partition, and fails the test if two
+// members ever run one at once.
+type holdings struct {
+	t      *testing.T
+	mu     sync.Mutex
+	holder map[int]string
+	starts int
+}
+
+func (h *holdings) own(member string) OwnFunc {
+	return func(ctx context.Context, l *Lease) {
+		h.mu.Lock()
+		if other := h.holder[l.Partition]; other != "" {
+			h.t.Errorf("partition %d run by %s while %s still runs it", l.Partition, member, other)
+		}
+		h.holder[l.Partition] = member
+		h.starts++
+		h.mu.Unlock()
+		<-ctx.Done()
+		h.mu.Lock()
+		if h.holder[l.Partition] == member {
+			delete(h.holder, l.Partition)
+		}
+		h.mu.Unlock()
+	}
+}
+
+// owners returns partition -> member, and an error unless all parts are run.
+func (h *holdings) owners(parts int) (map[int]string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.holder) != parts {
+		return nil, fmt.Errorf("%d of %d partitions run: %v", len(h.holder), parts, h.holder)
+	}
+	out := map[int]string{}
+	for p, m := range h.holder {
+		out[p] = m
+	}
+	return out, nil
+}
+
+type member struct {
+	node   *Node
+	nc     *nats.Conn
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startMember(t *testing.T, url, name string, parts int, ttl time.Duration, h *holdings) *member {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n, err := Join(ctx, js, Options{Member: name, Partitions: parts, Replicas: 1, TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	m := &member{node: n, nc: nc, cancel: stop, done: make(chan struct{})}
+	go func() { defer close(m.done); n.Run(rctx, h.own(name)) }()
+	t.Cleanup(func() { stop(); <-m.done })
+	return m
+}
+
+func TestLeasesBalanceAndFailOver(t *testing.T) {
+	srv := testutil.RunJetStreamServer(t)
+	const parts, ttl = 12, 2 * time.Second
+	h := &holdings{t: t, holder: map[int]string{}}
+	var ms []*member
+	for i := range 3 {
+		ms = append(ms, startMember(t, srv.ClientURL(), "m"+strconv.Itoa(i+1), parts, ttl, h))
+	}
+	// Balanced as rendezvous hashing says, once all three see each other.
+	want := map[int]string{}
+	for p := range parts {
+		want[p] = Owner(p, []string{"m1", "m2", "m3"})
+	}
+	testutil.CheckFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		got, err := h.owners(parts)
+		if err != nil {
+			return err
+		}
+		for p := range parts {
+			if got[p] != want[p] {
+				return fmt.Errorf("partition %d run by %s, want %s", p, got[p], want[p])
+			}
+		}
+		return nil
+	})
+	for _, m := range ms {
+		if owned := m.node.Owned(); len(owned) == 0 {
+			t.Errorf("%s owns nothing", m.node.ID())
+		}
+	}
+
+	// m3 goes away cleanly: its partitions move at once.
+	ms[2].cancel()
+	<-ms[2].done
+	start := time.Now()
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		got, err := h.owners(parts)
+		if err != nil {
+			return err
+		}
+		for p, m := range got {
+			if m == "m3" || m != Owner(p, []string{"m1", "m2"}) {
+				return fmt.Errorf("partition %d run by %s", p, m)
+			}
+		}
+		return nil
+	})
+	t.Logf("partitions of a member that left re-owned in %v", time.Since(start).Round(time.Millisecond))
+
+	// m2 is cut off from NATS (as a frozen or partitioned process would
+	// be): it stops its partitions before m1 can take them (holdings
+	// fails the test on an overlap), and m1 takes them within ttl or so.
+	owned2 := ms[1].node.Owned()
+	ms[1].nc.Close()
+	start = time.Now()
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		got, err := h.owners(parts)
+		if err != nil {
+			return err
+		}
+		for p, m := range got {
+			if m != "m1" {
+				return fmt.Errorf("partition %d still run by %s", p, m)
+			}
+		}
+		return nil
+	})
+	took := time.Since(start)
+	t.Logf("partitions %v of a member cut off re-owned in %v (lease TTL %v)", owned2, took.Round(time.Millisecond), ttl)
+	if e := ms[0].node.Epochs(); len(e) != parts {
+		t.Errorf("m1 epochs: %v", e)
+	}
+}
+
+func TestLeaseEpochsGrow(t *testing.T) {
+	srv := testutil.RunJetStreamServer(t)
+	h := &holdings{t: t, holder: map[int]string{}}
+	a := startMember(t, srv.ClientURL(), "a", 1, 2*time.Second, h)
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error { _, err := h.owners(1); return err })
+	e1 := a.node.Epochs()[0]
+	a.cancel()
+	<-a.done
+	b := startMember(t, srv.ClientURL(), "b", 1, 2*time.Second, h)
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error { _, err := h.owners(1); return err })
+	if e2 := b.node.Epochs()[0]; e2 <= e1 {
+		t.Errorf("epoch of the second owner %d, not after the first's %d", e2, e1)
+	}
+	if got := b.node.Members(); !slices.ContainsFunc(got, func(m Member) bool { return m.ID == "b" }) || slices.ContainsFunc(got, func(m Member) bool { return m.ID == "a" }) {
+		t.Errorf("members after a left: %+v", got)
+	}
+}
+
+// A three-server cluster with one server stopped keeps leases moving.
+func TestLeasesOnAClusterWithAServerDown(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	const parts = 6
+	h := &holdings{t: t, holder: map[int]string{}}
+	nc, err := nats.Connect(c.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := Join(ctx, js, Options{Member: "setup", Partitions: parts, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	a := startMember(t, c.URLs(), "a", parts, 3*time.Second, h)
+	startMember(t, c.URLs(), "b", parts, 3*time.Second, h)
+	testutil.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error { _, err := h.owners(parts); return err })
+	c.Stop(0)
+	a.cancel()
+	<-a.done
+	testutil.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		got, err := h.owners(parts)
+		if err != nil {
+			return err
+		}
+		for p, m := range got {
+			if m != "b" {
+				return fmt.Errorf("partition %d run by %s", p, m)
+			}
+		}
+		return nil
+	})
+}
