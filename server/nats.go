@@ -2,15 +2,24 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/faultline/faultline/internal/atomicfile"
 	"github.com/faultline/faultline/transport"
 )
 
@@ -21,6 +30,40 @@ import (
 // --token) are also required by the embedded server, so shippers on other
 // nodes authenticate with the same flags.
 func startEmbedded(listen, storeDir string, auth transport.NATSOptions) (*natsserver.Server, error) {
+	opts, err := embeddedOptions(listen, storeDir, auth)
+	if err != nil {
+		return nil, err
+	}
+	return runEmbedded(opts, listen)
+}
+
+// startNATS starts the embedded server: startEmbedded's on one machine, or,
+// with Cluster.Name, one routed to the other analyzers' servers (a JetStream
+// cluster) under a name unique and stable per analyzer.
+func (c *Config) startNATS() (*natsserver.Server, error) {
+	if c.Cluster.Name == "" {
+		return startEmbedded(c.NATSListen, c.natsStoreDir(), c.NATS)
+	}
+	opts, err := embeddedOptions(c.NATSListen, c.natsStoreDir(), c.NATS)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.clusterOptions(opts); err != nil {
+		return nil, err
+	}
+	if openRoutes(opts) {
+		c.Log.Warn("embedded NATS takes cluster routes beyond this host without authentication: anyone who reaches it can join the cluster and read the logs; set --token (every analyzer and shipper passes the same)",
+			"cluster_listen", net.JoinHostPort(opts.Cluster.Host, strconv.Itoa(opts.Cluster.Port)))
+	}
+	return runEmbedded(opts, c.NATSListen)
+}
+
+// openRoutes: routes are taken beyond this host without authentication.
+func openRoutes(opts *natsserver.Options) bool {
+	return !loopback(net.JoinHostPort(opts.Cluster.Host, "0")) && opts.Cluster.Username == ""
+}
+
+func embeddedOptions(listen, storeDir string, auth transport.NATSOptions) (*natsserver.Options, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("--nats-listen %q: %w", listen, err)
@@ -32,11 +75,9 @@ func startEmbedded(listen, storeDir string, auth transport.NATSOptions) (*natsse
 	if port > 0 {
 		// nats-server reports a taken port only to its log (off here) and
 		// then never becomes ready: find out first, and say it plainly.
-		ln, err := net.Listen("tcp", listen)
-		if err != nil {
-			return nil, fmt.Errorf("--nats-listen %s: %w", listen, err)
+		if err := portFree("--nats-listen", listen); err != nil {
+			return nil, err
 		}
-		ln.Close()
 	}
 	opts := &natsserver.Options{
 		ServerName: "faultline-analyzer",
@@ -53,6 +94,19 @@ func startEmbedded(listen, storeDir string, auth transport.NATSOptions) (*natsse
 	case auth.Token != "":
 		opts.Authorization = auth.Token
 	}
+	return opts, nil
+}
+
+func portFree(flag, listen string) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", flag, listen, err)
+	}
+	ln.Close()
+	return nil
+}
+
+func runEmbedded(opts *natsserver.Options, listen string) (*natsserver.Server, error) {
 	ns, err := natsserver.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
@@ -63,6 +117,111 @@ func startEmbedded(listen, storeDir string, auth transport.NATSOptions) (*natsse
 		return nil, fmt.Errorf("embedded nats: not ready after 10s on %s", listen)
 	}
 	return ns, nil
+}
+
+// routeUser is the route user when clients authenticate with a token:
+// routes take a user and password only.
+const routeUser = "faultline"
+
+// clusterOptions adds Cluster to opts: the cluster name, the address routes
+// come in on (default: --nats-listen's host, port 6222), the routes out,
+// and the server's name. Routes authenticate as clients do (the same user
+// and password, or the token as a password). JetStream expects as many
+// servers as routes are given (two at least) before it elects a leader:
+// every analyzer lists all of them, its own included (the server skips a
+// route to itself).
+func (c *Config) clusterOptions(opts *natsserver.Options) error {
+	cl := c.Cluster
+	listen := cl.Listen
+	if listen == "" {
+		listen = net.JoinHostPort(opts.Host, "6222")
+	}
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--nats-cluster-listen %q: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port == 0 || port < -1 {
+		return fmt.Errorf("--nats-cluster-listen %q: bad port", listen)
+	}
+	if port > 0 {
+		if err := portFree("--nats-cluster-listen", listen); err != nil {
+			return err
+		}
+	}
+	opts.Cluster = natsserver.ClusterOpts{Name: cl.Name, Host: host, Port: port}
+	switch {
+	case c.NATS.User != "" || c.NATS.Password != "":
+		opts.Cluster.Username, opts.Cluster.Password = c.NATS.User, c.NATS.Password
+	case c.NATS.Token != "":
+		opts.Cluster.Username, opts.Cluster.Password = routeUser, c.NATS.Token
+	}
+	opts.Routes, err = routeURLs(cl.Routes, opts.Cluster.Username, opts.Cluster.Password)
+	if err != nil {
+		return err
+	}
+	if len(opts.Routes) == 0 {
+		return errors.New("--nats-cluster needs --nats-routes: the cluster address of every analyzer's NATS, this one's included (a JetStream cluster has two servers at least)")
+	}
+	if cl.Member != "" {
+		opts.ServerName = transport.Token(cl.Member)
+	} else if opts.ServerName, err = serverName(opts.StoreDir); err != nil {
+		return err
+	}
+	return nil
+}
+
+// routeURLs parses routes ("nats://host:port" or "host:port"), adding the
+// route credentials to those that carry none.
+func routeURLs(routes []string, user, password string) ([]*url.URL, error) {
+	var out []*url.URL
+	for _, r := range routes {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		if !strings.Contains(r, "://") {
+			r = "nats://" + r
+		}
+		u, err := url.Parse(r)
+		if err != nil || u.Port() == "" || u.Hostname() == "" {
+			return nil, fmt.Errorf("--nats-routes: %q: want nats://host:port", redactURLs(r))
+		}
+		if u.Scheme != "nats" && u.Scheme != "nats-route" {
+			return nil, fmt.Errorf("--nats-routes: %q: want nats://host:port", redactURLs(r))
+		}
+		if u.User == nil && user != "" {
+			u.User = url.UserPassword(user, password)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// serverName is this analyzer's NATS server name, unique in its cluster
+// (JetStream tells servers apart by name) and the same across restarts
+// (a renamed server is a new peer, its old self a lost replica): made up
+// once and kept in the store dir.
+func serverName(storeDir string) (string, error) {
+	file := filepath.Join(storeDir, "server-name")
+	if b, err := os.ReadFile(file); err == nil {
+		if name := strings.TrimSpace(string(b)); name != "" {
+			return name, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("nats server name: %w", err)
+	}
+	host, _ := os.Hostname()
+	var suffix [4]byte
+	rand.Read(suffix[:])
+	name := "faultline-" + transport.Token(host) + "-" + hex.EncodeToString(suffix[:])
+	if err := os.MkdirAll(storeDir, 0o755); err != nil {
+		return "", fmt.Errorf("nats server name: %w", err)
+	}
+	if err := atomicfile.WriteFile(file, []byte(name+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("nats server name: %w", err)
+	}
+	return name, nil
 }
 
 // ensureStream creates FAULTLINE_LOGS with the shipper's settings unless it
