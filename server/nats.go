@@ -230,3 +230,18 @@ func ensureStream(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) (j
 	st, _, err := transport.EnsureStream(ctx, nc, js, transport.StreamOptions{})
 	return st, err
 }
+
+// ensureSingleStream is ensureStream with the retention flags: the stream
+// is created with c.Stream's limits, and the limits c.Stream sets
+// (--retention-age, --retention-bytes) are applied to an existing one.
+// Without those flags it is ensureStream.
+func (c *Config) ensureSingleStream(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) (jetstream.Stream, error) {
+	st, created, err := transport.EnsureStream(ctx, nc, js, c.Stream)
+	if err != nil || created || c.Stream == (transport.StreamOptions{}) {
+		return st, err
+	}
+	if err := transport.ApplyLimits(ctx, js, c.Stream, c.Log); err != nil {
+		return nil, err
+	}
+	return js.Stream(ctx, transport.StreamName)
+}

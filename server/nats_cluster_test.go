@@ -216,3 +216,38 @@ func TestServerNameStable(t *testing.T) {
 		t.Errorf("names %q %q (same dir), %q (another)", n1, n2, n3)
 	}
 }
+
+// TestSingleStreamRetention: on one machine, the retention flags set the
+// limits of a new stream and change those of an existing one; without
+// them an existing stream keeps what it has.
+func TestSingleStreamRetention(t *testing.T) {
+	s := testutil.RunJetStreamServer(t)
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		so       transport.StreamOptions
+		age      time.Duration
+		maxBytes int64
+	}{
+		{transport.StreamOptions{MaxAge: time.Hour}, time.Hour, -1}, // created
+		{transport.StreamOptions{}, time.Hour, -1},                  // no flags: as it is
+		{transport.StreamOptions{MaxBytes: 1 << 30}, time.Hour, 1 << 30},
+		{transport.StreamOptions{MaxAge: 24 * time.Hour}, 24 * time.Hour, 1 << 30},
+	} {
+		cfg := Config{Stream: c.so, Log: slog.New(slog.DiscardHandler)}
+		st, err := cfg.ensureSingleStream(ctx, nc, js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := st.CachedInfo().Config
+		if got.MaxAge != c.age || got.MaxBytes != c.maxBytes || got.Subjects[0] != transport.StreamSubjects {
+			t.Errorf("with %+v: max_age %v, max_bytes %d, subjects %v; want %v, %d", c.so, got.MaxAge, got.MaxBytes, got.Subjects, c.age, c.maxBytes)
+		}
+	}
+}
