@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -59,6 +61,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.Demo, "demo-logs", "", "`DIR` of node folders replayed by --demo (default: the seed story, embedded)")
 	fs.DurationVar(&cfg.DemoPace, "demo-pace", 4*time.Second, "how long --demo takes to write the logs")
 	logLevel := fs.String("log-level", "info", "`LEVEL`: debug, info, warn or error")
+	cf := registerClusterFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -67,6 +70,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected arguments %q", fs.Args())
+	}
+	if err := cf.apply(fs, &cfg); err != nil {
+		return usageError("%v", err)
 	}
 	var err error
 	if cfg.NATS.Token, err = secrets.Resolve("token", cfg.NATS.Token, *tokenFile, "FAULTLINE_TOKEN"); err != nil {
@@ -126,4 +132,74 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer extra.Close()
 	cfg.Sinks = extra
 	return server.Run(ctx, cfg)
+}
+
+// clusterFlags are serve's scale-out flags (issue 13) and the log stream's
+// retention, mapped onto server.Config.Cluster and .Stream.
+type clusterFlags struct {
+	routes         string
+	retentionBytes byteSize
+}
+
+func registerClusterFlags(fs *pflag.FlagSet, cfg *server.Config) *clusterFlags {
+	f := &clusterFlags{}
+	c := &cfg.Cluster
+	fs.StringVar(&c.Name, "nats-cluster", "", "cluster the embedded NATS with other analyzers' under this cluster `NAME` and share the log stream's partitions with them (needs --nats-routes; not with --nats)")
+	fs.StringVar(&c.Listen, "nats-cluster-listen", "", "`ADDR` (host:port) the embedded NATS takes cluster routes on (default: --nats-listen's host, port 6222; beyond localhost, set --token)")
+	fs.StringVar(&f.routes, "nats-routes", "", "cluster addresses of every analyzer's embedded NATS, this one's included: `URLS` nats://host:port, comma-separated")
+	fs.IntVar(&c.Partitions, "partitions", 0, fmt.Sprintf("partition the log stream in `N` (1-1024; default %d once clustered); with --nats, share the partitions among the analyzers on that NATS", server.DefaultPartitions))
+	fs.IntVar(&c.Replicas, "stream-replicas", 0, "keep `N` copies (1-5) of the log stream and the cluster's state (0: one per NATS server, up to 3)")
+	fs.StringVar(&c.Member, "member", "", "this analyzer's `NAME` among its peers (default: its embedded NATS server's name, else the host's)")
+	fs.StringVar(&c.Advertise, "advertise", "", "base `URL` other analyzers reach this one's HTTP API at, to search its partitions (default: http:// and --http)")
+	fs.DurationVar(&cfg.Stream.MaxAge, "retention-age", 0, "keep log records in the stream for `DURATION` (e.g. 72h; applied to an existing stream too; default: 7 days for a new stream, an existing one's as it is)")
+	fs.Var(&f.retentionBytes, "retention-bytes", "keep at most this much of the log stream, the oldest records going first (1GiB, 512MiB; applied to an existing stream too; default: no limit for a new stream, an existing one's as it is)")
+	return f
+}
+
+// apply checks the flags together and completes cfg.
+func (f *clusterFlags) apply(fs *pflag.FlagSet, cfg *server.Config) error {
+	c := &cfg.Cluster
+	for _, r := range strings.Split(f.routes, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			c.Routes = append(c.Routes, r)
+		}
+	}
+	if c.Name == "" {
+		for _, name := range []string{"nats-cluster-listen", "nats-routes"} {
+			if fs.Changed(name) {
+				return fmt.Errorf("--%s needs --nats-cluster", name)
+			}
+		}
+	} else {
+		if cfg.NATS.URL != "" {
+			return errors.New("--nats-cluster clusters the embedded NATS, --nats uses an external one: not both (on an external NATS cluster, give --partitions)")
+		}
+		if len(c.Routes) == 0 {
+			return errors.New("--nats-cluster needs --nats-routes: the cluster address of every analyzer's NATS, this one's included")
+		}
+	}
+	if fs.Changed("partitions") && (c.Partitions < 1 || c.Partitions > 1024) {
+		return fmt.Errorf("--partitions %d: want 1 to 1024", c.Partitions)
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		return fmt.Errorf("--stream-replicas %d: want 1 to 5, or 0 for one per NATS server up to 3", c.Replicas)
+	}
+	if !c.Enabled() {
+		for _, name := range []string{"stream-replicas", "member", "advertise"} {
+			if fs.Changed(name) {
+				return fmt.Errorf("--%s is for analyzers that share the stream: give --nats-cluster (or --partitions with --nats)", name)
+			}
+		}
+	}
+	if c.Advertise != "" {
+		u, err := url.Parse(c.Advertise)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--advertise %q: want a base URL such as http://10.0.0.5:8080", c.Advertise)
+		}
+	}
+	if cfg.Stream.MaxAge < 0 {
+		return fmt.Errorf("--retention-age %v: want a positive duration", cfg.Stream.MaxAge)
+	}
+	cfg.Stream.MaxBytes = int64(f.retentionBytes)
+	return nil
 }
