@@ -119,6 +119,18 @@ func runEmbedded(opts *natsserver.Options, listen string) (*natsserver.Server, e
 	return ns, nil
 }
 
+// embeddedClusterSize is how many servers the embedded server's JetStream
+// cluster has (its meta group's size, offline members included), 1 when it
+// is not clustered. Counting routes instead would count this server twice
+// when its own address is among them, as --nats-routes asks.
+func embeddedClusterSize(ns *natsserver.Server) int {
+	info, err := ns.Jsz(nil)
+	if err != nil || info.Meta == nil {
+		return 1
+	}
+	return max(info.Meta.Size, len(info.Meta.Replicas)+1, 1)
+}
+
 // routeUser is the route user when clients authenticate with a token:
 // routes take a user and password only.
 const routeUser = "faultline"

@@ -86,6 +86,11 @@ func TestEmbeddedCluster(t *testing.T) {
 		t.Fatalf("server names %v, want 3 distinct", names)
 	}
 	waitMetaLeader(t, servers...)
+	for i, s := range servers {
+		if n := embeddedClusterSize(s); n != 3 {
+			t.Errorf("server %d counts %d servers, want 3", i, n)
+		}
+	}
 	nc, err := nats.Connect(servers[0].ClientURL(), nats.Token("s3cret"))
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +232,9 @@ func TestSingleStreamRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	if n := embeddedClusterSize(s); n != 1 {
+		t.Errorf("a lone server counts %d servers", n)
+	}
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
