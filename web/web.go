@@ -43,6 +43,11 @@ type Config struct {
 	// Index is searched; required. Bleve's *index.Index is one; any
 	// index.Searcher (another backend, a fan-out) serves the same API.
 	Index index.Searcher
+	// Local answers the requests with local=1 (search, context, timeline):
+	// in cluster mode Index fans out to every analyzer, which answer
+	// their part from Local (their own index, their own partitions). Nil:
+	// Index.
+	Local index.Searcher
 	// Findings returns the current findings (root causes first). Nil: the
 	// index's stored findings.
 	Findings func() []rule.Finding
@@ -86,6 +91,9 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	if cfg.Findings == nil {
 		cfg.Findings = cfg.Index.Findings
+	}
+	if cfg.Local == nil {
+		cfg.Local = cfg.Index
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -234,7 +242,9 @@ func writeError(w http.ResponseWriter, code int, err error) {
 // ParseQuery reads an index.Query from URL parameters: q, node, container,
 // source, level, file (repeatable), since, until (RFC 3339 or a duration
 // back from now), from, size, sort, facets, histogram (bucket count),
-// highlight, after (the next cursor of the previous page).
+// highlight, after (the next cursor of the previous page), histogram_since
+// and histogram_until (the histogram's range where since or until is
+// unset, see index.Query.HistogramSince).
 func ParseQuery(v map[string][]string, now time.Time) (index.Query, error) {
 	get := func(k string) string {
 		if vs := v[k]; len(vs) > 0 {
@@ -259,7 +269,7 @@ func ParseQuery(v map[string][]string, now time.Time) (index.Query, error) {
 	for _, p := range []struct {
 		name string
 		dst  *time.Time
-	}{{"since", &q.Since}, {"until", &q.Until}} {
+	}{{"since", &q.Since}, {"until", &q.Until}, {"histogram_since", &q.HistogramSince}, {"histogram_until", &q.HistogramUntil}} {
 		if s := get(p.name); s != "" {
 			if *p.dst, err = index.ParseTime(s, now); err != nil {
 				return q, fmt.Errorf("%s: %w", p.name, err)
@@ -284,13 +294,22 @@ func ParseQuery(v map[string][]string, now time.Time) (index.Query, error) {
 
 func truthy(s string) bool { return s == "1" || s == "true" || s == "yes" }
 
+// searcher is what answers r: Config.Local for local=1 (a peer's part of
+// a fan-out, which must not fan out again), else Config.Index.
+func (s *server) searcher(r *http.Request) index.Searcher {
+	if truthy(r.URL.Query().Get("local")) {
+		return s.cfg.Local
+	}
+	return s.cfg.Index
+}
+
 func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	q, err := ParseQuery(r.URL.Query(), time.Now())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	res, err := s.cfg.Index.Search(r.Context(), q)
+	res, err := s.searcher(r).Search(r.Context(), q)
 	if err != nil {
 		writeError(w, queryStatus(err, http.StatusBadRequest), err)
 		return
@@ -320,7 +339,7 @@ func (s *server) context(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c, err := s.cfg.Index.Context(r.Context(), r.PathValue("id"), n)
+	c, err := s.searcher(r).Context(r.Context(), r.PathValue("id"), n)
 	if errors.Is(err, index.ErrNotFound) {
 		writeError(w, http.StatusNotFound, err)
 		return
@@ -367,7 +386,7 @@ func (s *server) timeline(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	tl, err := BuildTimeline(r.Context(), s.cfg.Index, q)
+	tl, err := BuildTimeline(r.Context(), s.searcher(r), q)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return

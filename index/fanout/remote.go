@@ -1,0 +1,168 @@
+package fanout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/rule"
+)
+
+// Remote returns a Searcher over the HTTP API of the analyzer at baseURL
+// (its --advertise URL), answering from that analyzer's own index and
+// partitions (local=1), so that it never fans out again. token, when set,
+// is sent as a bearer token, as the API wants it. client nil: the default
+// client; each call is bounded by its context.
+//
+// The API returns at most 1000 hits a request (a larger Size gets those
+// and Next); Stats are not served (zero), and Query.Partitions cannot be
+// asked of a peer (it answers for those it owns).
+func Remote(baseURL, token string, client *http.Client) index.Searcher {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return &remote{base: strings.TrimRight(baseURL, "/"), token: token, client: client}
+}
+
+type remote struct {
+	base   string
+	token  string
+	client *http.Client
+}
+
+// remoteTimeout bounds the calls whose signature has no context.
+const remoteTimeout = 10 * time.Second
+
+func (r *remote) String() string { return r.base }
+
+// get fetches path?query as JSON into v.
+func (r *remote) get(ctx context.Context, path string, query url.Values, v any) error {
+	u := r.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.base, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(b))
+		}
+		err := fmt.Errorf("%s%s: %s: %s", r.base, path, resp.Status, e.Error)
+		if resp.StatusCode == http.StatusNotFound {
+			err = fmt.Errorf("%w: %w", index.ErrNotFound, err)
+		}
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("%s%s: read the answer: %w", r.base, path, err)
+	}
+	return nil
+}
+
+func (r *remote) Search(ctx context.Context, q index.Query) (index.Result, error) {
+	if q.Partitions != nil {
+		return index.Result{}, errors.New("fanout: a peer answers for the partitions it owns; Query.Partitions cannot be sent")
+	}
+	var res index.Result
+	err := r.get(ctx, "/api/search", searchValues(q), &res)
+	return res, err
+}
+
+// searchValues are q's URL parameters for a peer's /api/search
+// (web.ParseQuery reads them).
+func searchValues(q index.Query) url.Values {
+	v := url.Values{"local": {"1"}}
+	set := func(k, s string) {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	setTime := func(k string, t time.Time) {
+		if !t.IsZero() {
+			v.Set(k, t.Format(time.RFC3339Nano))
+		}
+	}
+	setInt := func(k string, n int) {
+		if n != 0 {
+			v.Set(k, strconv.Itoa(n))
+		}
+	}
+	set("q", q.Text)
+	for k, vals := range map[string][]string{"node": q.Nodes, "container": q.Containers, "source": q.Sources, "level": q.Levels, "file": q.Files} {
+		for _, s := range vals {
+			v.Add(k, s)
+		}
+	}
+	setTime("since", q.Since)
+	setTime("until", q.Until)
+	setTime("histogram_since", q.HistogramSince)
+	setTime("histogram_until", q.HistogramUntil)
+	setInt("from", q.From)
+	setInt("size", q.Size)
+	setInt("histogram", q.Histogram)
+	set("sort", q.Sort)
+	set("after", q.After)
+	if q.Facets {
+		v.Set("facets", "1")
+	}
+	if q.Highlight {
+		v.Set("highlight", "1")
+	}
+	return v
+}
+
+func (r *remote) Context(ctx context.Context, id string, n int) (index.Context, error) {
+	var c index.Context
+	err := r.get(ctx, "/api/context/"+url.PathEscape(id), url.Values{"local": {"1"}, "n": {strconv.Itoa(n)}}, &c)
+	return c, err
+}
+
+// Bounds are found by two searches: the API has no call of its own for
+// them.
+func (r *remote) Bounds(ctx context.Context) (lo, hi time.Time, err error) {
+	return boundsBySearch(ctx, r)
+}
+
+// DocCount is the count of the peer's events (of its partitions).
+func (r *remote) DocCount() (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+	defer cancel()
+	res, err := r.Search(ctx, index.Query{Size: -1})
+	return res.Total, err
+}
+
+// Findings are the peer's, nil when it does not answer.
+func (r *remote) Findings() []rule.Finding {
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+	defer cancel()
+	var fs []rule.Finding
+	if err := r.get(ctx, "/api/findings", nil, &fs); err != nil {
+		return nil
+	}
+	return fs
+}
+
+func (r *remote) Stats() index.Stats { return index.Stats{} }

@@ -1,0 +1,89 @@
+package fanout
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/rule"
+)
+
+// Restrict returns s seeing only the events of the partitions owned
+// returns at each request: what an analyzer answers for in a fan-out (its
+// index may still hold partitions it owned before). Findings and Stats
+// are s's.
+func Restrict(s index.Searcher, owned func() []int) index.Searcher {
+	return &restricted{s: s, owned: owned}
+}
+
+type restricted struct {
+	s     index.Searcher
+	owned func() []int
+}
+
+// partitions are the owned ones among ps (nil: all owned); never nil, so
+// that owning none finds nothing.
+func (r *restricted) partitions(ps []int) []int {
+	out := []int{}
+	for _, p := range r.owned() {
+		if ps == nil || slices.Contains(ps, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (r *restricted) Search(ctx context.Context, q index.Query) (index.Result, error) {
+	q.Partitions = r.partitions(q.Partitions)
+	return r.s.Search(ctx, q)
+}
+
+// Context is that of an event of an owned partition (the records around
+// it are of its file, so of its partition too).
+func (r *restricted) Context(ctx context.Context, id string, n int) (index.Context, error) {
+	c, err := r.s.Context(ctx, id, n)
+	if err == nil && !slices.Contains(r.owned(), c.Hit.Partition) {
+		return index.Context{}, fmt.Errorf("context: %w: %s (of partition %d, not owned here)", index.ErrNotFound, id, c.Hit.Partition)
+	}
+	return c, err
+}
+
+// Bounds are those of the owned partitions' events, found by searching
+// (the index's own bounds are of all it holds).
+func (r *restricted) Bounds(ctx context.Context) (lo, hi time.Time, err error) {
+	return boundsBySearch(ctx, r)
+}
+
+func (r *restricted) DocCount() (uint64, error) {
+	res, err := r.Search(context.Background(), index.Query{Size: -1})
+	if err != nil {
+		return 0, fmt.Errorf("count of owned partitions: %w", err)
+	}
+	return res.Total, nil
+}
+
+func (r *restricted) Findings() []rule.Finding { return r.s.Findings() }
+func (r *restricted) Stats() index.Stats       { return r.s.Stats() }
+
+// boundsBySearch finds the oldest and newest event times of s by two
+// searches of one hit, oldest and newest first (hits without a time come
+// last in both).
+func boundsBySearch(ctx context.Context, s index.Searcher) (lo, hi time.Time, err error) {
+	edge := func(sort string) (time.Time, error) {
+		res, err := s.Search(ctx, index.Query{Size: 1, Sort: sort})
+		if err != nil {
+			return time.Time{}, fmt.Errorf("time bounds: %w", err)
+		}
+		if len(res.Hits) == 0 {
+			return time.Time{}, nil
+		}
+		return res.Hits[0].Time, nil
+	}
+	if lo, err = edge("time"); err != nil || lo.IsZero() {
+		return time.Time{}, time.Time{}, err
+	}
+	hi, err = edge("-time")
+	return lo, hi, err
+}
