@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -112,18 +113,33 @@ func EnsurePartitionedStream(ctx context.Context, nc *nats.Conn, js jetstream.Je
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", StreamName, err)
 	}
-	cur := st.CachedInfo().Config
-	next, changes := partitionedUpdate(cur, want, so)
+	next, changes := partitionedUpdate(st.CachedInfo().Config, want, so)
 	if len(changes) == 0 {
 		return st, nil
 	}
-	st, err = js.UpdateStream(ctx, next)
+	// Analyzers starting together update the stream together, and a
+	// JetStream cluster may never answer one of several concurrent updates
+	// (seen with nats-server 2.15: the request times out, the update done
+	// by another stands). So the update gets part of ctx's time, and a
+	// failed one is forgiven when the stream is as wanted after all.
+	uctx, cancel := context.WithTimeout(ctx, updateTimeout)
+	updated, err := js.UpdateStream(uctx, next)
+	cancel()
 	if err != nil {
+		if st, again := js.Stream(ctx, StreamName); again == nil {
+			if _, left := partitionedUpdate(st.CachedInfo().Config, want, so); len(left) == 0 {
+				return st, nil
+			}
+		}
 		return nil, fmt.Errorf("update stream %s (%s): %w", StreamName, strings.Join(changes, ", "), err)
 	}
 	logOrDiscard(log).Info("stream updated", "stream", StreamName, "changes", strings.Join(changes, ", "))
-	return st, nil
+	return updated, nil
 }
+
+// updateTimeout bounds one stream update (a replicas change included:
+// JetStream answers once the new peers are placed, not caught up).
+const updateTimeout = 2 * time.Second
 
 // partitionedUpdate is cur changed where it differs from want (subjects,
 // transform, replicas, and the limits so sets), with what changed.

@@ -363,3 +363,51 @@ func TestSingleServerConnectCreatesStream(t *testing.T) {
 		t.Errorf("subjects %v", subj)
 	}
 }
+
+// TestEnsurePartitionedStreamConcurrent: three analyzers starting together
+// on a 3-server cluster all get the partitioned stream, whether they create
+// it or turn a single-machine stream into it. (JetStream may leave one of
+// several concurrent updates unanswered; the one left waiting must not fail.)
+func TestEnsurePartitionedStreamConcurrent(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	nc, js := connectJS(t, c.URL(0))
+	for _, single := range []bool{false, true} {
+		if single {
+			if err := js.DeleteStream(context.Background(), StreamName); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := EnsureStream(context.Background(), nc, js, StreamOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		errs := make(chan error, 3)
+		for i := range 3 {
+			go func() {
+				errs <- ensureOn(c.URL(i))
+			}()
+		}
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Errorf("from a single stream %v: %v", single, err)
+			}
+		}
+	}
+}
+
+// ensureOn is an analyzer's EnsurePartitionedStream through its own
+// connection to url.
+func ensureOn(url string) error {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	_, err = EnsurePartitionedStream(ctx, nc, js, StreamOptions{}, 12, 3, nil)
+	return err
+}
