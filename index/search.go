@@ -52,8 +52,9 @@ type Query struct {
 	// Partitions: nil, every event; else only the events of these stream
 	// partitions (empty: none). It filters hits, counts, facets and the
 	// histogram alike; a cursor stays valid when it changes (see
-	// queryHash).
-	Partitions []int `json:"partitions,omitempty"`
+	// queryHash). Set by the server (fanout.Restrict), never read from a
+	// client.
+	Partitions []int `json:"-"`
 }
 
 // Hit is one event found.
@@ -254,19 +255,11 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	size := q.Size
-	switch {
-	case size < 0:
-		size = 0 // counts, facets and histogram only
-	case size == 0:
-		size = 50
+	size, err := PageSize(q)
+	if err != nil {
+		return Result{}, err
 	}
-	size = min(size, 10000)
 	from := max(q.From, 0)
-	if from+size > MaxResultWindow {
-		return Result{}, fmt.Errorf("%w: from %d + size %d is past the first %d hits; page on with after=CURSOR (the next value of the previous page), or narrow the query (a time range, filters)",
-			ErrTooDeep, from, size, MaxResultWindow)
-	}
 	var sortBy []string
 	switch q.Sort {
 	// No _id tie-breaker (an ID lookup per hit): pages in time order put
@@ -277,14 +270,9 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 		sortBy = []string{FieldTimeSort}
 	case "score":
 		sortBy = []string{"-_score", "-" + FieldTimeSort, "_id"}
-	default:
-		return Result{}, fmt.Errorf("search: bad sort %q (want -time, time or score)", q.Sort)
 	}
 	var after *cursor
 	if q.After != "" && size > 0 { // counts alone (the timeline's) have no page to start
-		if from > 0 {
-			return Result{}, fmt.Errorf("%w: from and after together (after already says where the page starts)", ErrBadCursor)
-		}
 		if after, err = decodeCursor(q.After, q); err != nil {
 			return Result{}, err
 		}
@@ -376,6 +364,35 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	}
 	res.Took = time.Since(start)
 	return res, nil
+}
+
+// PageSize returns the number of hits q asks for (0: counts only), or the
+// error of a page that cannot be had: a bad sort, a page past
+// MaxResultWindow, From with a cursor. A fan-out checks the page with it
+// before asking its members for theirs.
+func PageSize(q Query) (int, error) {
+	switch q.Sort {
+	case "", "-time", "time", "score":
+	default:
+		return 0, fmt.Errorf("search: bad sort %q (want -time, time or score)", q.Sort)
+	}
+	size := q.Size
+	switch {
+	case size < 0:
+		return 0, nil // counts, facets and histogram only
+	case size == 0:
+		size = 50
+	}
+	size = min(size, 10000)
+	from := max(q.From, 0)
+	if from+size > MaxResultWindow {
+		return 0, fmt.Errorf("%w: from %d + size %d is past the first %d hits; page on with after=CURSOR (the next value of the previous page), or narrow the query (a time range, filters)",
+			ErrTooDeep, from, size, MaxResultWindow)
+	}
+	if q.After != "" && from > 0 {
+		return 0, fmt.Errorf("%w: from and after together (after already says where the page starts)", ErrBadCursor)
+	}
+	return size, nil
 }
 
 // sortTies orders the hits of one time by node and file in line order,

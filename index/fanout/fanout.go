@@ -121,7 +121,7 @@ func failed(ms []Peer, errs []error) error {
 // (or the query is bad) is the search an error.
 func (f *Searcher) Search(ctx context.Context, q index.Query) (index.Result, error) {
 	start := time.Now()
-	size, err := pageSize(q)
+	size, err := index.PageSize(q)
 	if err != nil {
 		return index.Result{}, err
 	}
@@ -189,33 +189,6 @@ func (f *Searcher) Search(ctx context.Context, q index.Query) (index.Result, err
 	}
 	res.Took = time.Since(start)
 	return res, nil
-}
-
-// pageSize is the number of hits q asks for, as an index reads it, and
-// whether the page can be had.
-func pageSize(q index.Query) (int, error) {
-	switch q.Sort {
-	case "", "-time", "time", "score":
-	default:
-		return 0, fmt.Errorf("search: bad sort %q (want -time, time or score)", q.Sort)
-	}
-	size := q.Size
-	switch {
-	case size < 0:
-		return 0, nil
-	case size == 0:
-		size = 50
-	}
-	size = min(size, 10000)
-	from := max(q.From, 0)
-	if from > 0 && q.After != "" {
-		return 0, fmt.Errorf("%w: from and after together (after already says where the page starts)", index.ErrBadCursor)
-	}
-	if from+size > index.MaxResultWindow {
-		return 0, fmt.Errorf("%w: from %d + size %d is past the first %d hits; page on with after=CURSOR (the next value of the previous page), or narrow the query (a time range, filters)",
-			index.ErrTooDeep, from, size, index.MaxResultWindow)
-	}
-	return size, nil
 }
 
 // mergeHistograms sums histograms into layout by bucket start (or into
