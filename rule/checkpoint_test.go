@@ -263,6 +263,11 @@ func TestFindingIDsIgnoreTheLaunchCounter(t *testing.T) {
 	if cp["c1"].Num < 2 || cp["c2"].Num < 2 {
 		t.Fatalf("checkpoint %v starts at the first launch; the test needs later ones", cp)
 	}
+	for name, m := range cp {
+		if m.Opener != evs[m.Pos-1].ID {
+			t.Errorf("checkpoint of %s names opener %q, the record at %d is %q", name, m.Opener, m.Pos, evs[m.Pos-1].ID)
+		}
+	}
 	// What a replay from cp re-derives: the findings of the kept launches.
 	want := map[string]Finding{}
 	for _, f := range full.Findings() {
@@ -306,9 +311,10 @@ func TestFindingIDsIgnoreTheLaunchCounter(t *testing.T) {
 	}
 }
 
-// A checkpoint names the record that opened its launch: a replay that
-// cannot read that record any more (the stream's retention dropped it)
-// still gives the launch's findings their IDs.
+// A checkpoint names the opener of its launch (here the clusters' first
+// launches): a replay that cannot read the opening record any more (the
+// stream's retention dropped it) still gives the launch's findings their
+// IDs.
 func TestCheckpointOpenerOutlivesItsRecord(t *testing.T) {
 	rules := mustParse(t, testRules)
 	// The lost opener says nothing the rules use (a lost launch marker
@@ -327,8 +333,8 @@ func TestCheckpointOpenerOutlivesItsRecord(t *testing.T) {
 	}
 	cp := full.Checkpoint()
 	for name, m := range cp {
-		if m.Opener == "" || m.Opener != evs[m.Pos-1].ID {
-			t.Errorf("checkpoint of %s names opener %q, the record at %d is %q", name, m.Opener, m.Pos, evs[m.Pos-1].ID)
+		if m.Opener != firstLaunch {
+			t.Errorf("checkpoint of %s names opener %q, want %q", name, m.Opener, firstLaunch)
 		}
 	}
 	// Through JSON, as serve keeps it.
@@ -349,5 +355,42 @@ func TestCheckpointOpenerOutlivesItsRecord(t *testing.T) {
 	}
 	if got := re.Findings(); !reflect.DeepEqual(ids(got), ids(want)) {
 		t.Errorf("findings without their launches' openers\n got %q\nwant %q", ids(got), ids(want))
+	}
+}
+
+// A cluster's first launch is opened by whichever record arrives first,
+// which differs between a live stream (nodes' records as they arrive) and
+// an offline read (merged by time): its findings have the same IDs either
+// way. Later launches are opened by their markers, the same records in any
+// order.
+func TestFindingIDsIgnoreArrivalOrder(t *testing.T) {
+	rules := mustParse(t, testRules)
+	a := []*parsers.Event{cev("c1", "a", 0, "starting up"), cev("c1", "a", 1, lnWant1), cev("c1", "a", 2, lnVLLM),
+		cev("c1", "a", 3, lnWant2), cev("c1", "a", 4, lnShm)}
+	b := []*parsers.Event{cev("c1", "b", 0, lnHave1), cev("c1", "b", 1, lnTimeout), cev("c1", "b", 2, lnHave2)}
+	var want []string
+	for i, order := range [][]*parsers.Event{
+		interleave(a, b), interleave(b, a), append(slices.Clone(b), a...), append(slices.Clone(a), b...),
+	} {
+		e := NewEngine(rules)
+		for _, ev := range order {
+			e.Observe(ev)
+		}
+		got := e.Findings()
+		var keys []string
+		for _, f := range got {
+			keys = append(keys, fmt.Sprintf("%s %s launch %d", f.ID, f.Rule, f.Launch))
+		}
+		slices.Sort(keys)
+		if i == 0 {
+			if len(got) < 2 {
+				t.Fatalf("%d findings; the test needs some: %q", len(got), keys)
+			}
+			want = keys
+			continue
+		}
+		if !slices.Equal(keys, want) {
+			t.Errorf("order %d: findings\n got %q\nwant %q", i, keys, want)
+		}
 	}
 }

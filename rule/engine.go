@@ -61,7 +61,7 @@ type clusterState struct {
 
 type launchState struct {
 	num      int    // 1-based, displayed; a counter, so never part of an ID
-	opener   string // ID of the record that opened it (see openerID): its findings' IDs derive from it
+	opener   string // ID of the record that opened it (openerID; firstLaunch): its findings' IDs derive from it
 	pos      uint64 // stream position of the record that opened it (see ObserveAt)
 	marked   bool   // a launch marker was seen (else: logs started mid-launch)
 	vllmSeen bool
@@ -331,13 +331,7 @@ func (e *Engine) ObserveAt(ev *parsers.Event, pos uint64) []Finding {
 		// A cluster's first record opens its first launch, unmarked (or
 		// Restore left the cluster without launches: the replay's first
 		// record is the one that opened the checkpoint's launch).
-		ls := e.newLaunch(cs, ev, pos)
-		if cs.restored.Opener != "" && cs.seq == cs.restored.Num {
-			// The checkpoint's launch, reopened by the replay: it keeps
-			// the opener the checkpoint names even if the stream no
-			// longer holds that record.
-			ls.opener = cs.restored.Opener
-		}
+		e.newLaunch(cs, cs.firstOpener(ev), ev, pos)
 	}
 	text := ev.Message
 	if text == "" {
@@ -425,9 +419,29 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string, hits [
 	return dirty
 }
 
-func (e *Engine) newLaunch(cs *clusterState, ev *parsers.Event, pos uint64) *launchState {
+// firstLaunch stands for the opener of a cluster's first launch: the record
+// that opens it is whichever arrived first, and that differs between a live
+// stream (in order of arrival from the nodes) and an offline read (merged by
+// time), while the launch is the same.
+const firstLaunch = "(first launch)"
+
+// firstOpener is the opener of the launch that ev opens in a cluster without
+// launches: the checkpoint's launch keeps the opener the checkpoint names
+// (even when the stream lost that record); a checkpoint written before
+// openers were kept names none, and the replay's first record is taken.
+func (cs *clusterState) firstOpener(ev *parsers.Event) string {
+	switch {
+	case cs.restored.Opener != "":
+		return cs.restored.Opener
+	case cs.restored != (LaunchMark{}):
+		return openerID(ev)
+	}
+	return firstLaunch
+}
+
+func (e *Engine) newLaunch(cs *clusterState, opener string, ev *parsers.Event, pos uint64) *launchState {
 	cs.seq++
-	ls := &launchState{num: cs.seq, opener: openerID(ev), pos: pos, start: ev.Time, facts: map[string]*factState{}}
+	ls := &launchState{num: cs.seq, opener: opener, pos: pos, start: ev.Time, facts: map[string]*factState{}}
 	cs.launches = append(cs.launches, ls)
 	if len(cs.launches) > maxLaunchesKept {
 		cs.launches = cs.launches[len(cs.launches)-maxLaunchesKept:]
@@ -442,12 +456,12 @@ func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event
 	switch {
 	case marks&(1<<markRayHead) != 0:
 		if ls.marked {
-			ls = e.newLaunch(cs, ev, pos)
+			ls = e.newLaunch(cs, openerID(ev), ev, pos)
 		}
 		ls.marked = true
 	case marks&(1<<markVLLM) != 0 && reVLLMBanner.MatchString(msg):
 		if ls.vllmSeen {
-			ls = e.newLaunch(cs, ev, pos)
+			ls = e.newLaunch(cs, openerID(ev), ev, pos)
 		}
 		ls.marked, ls.vllmSeen = true, true
 	case marks&(1<<markFailed) != 0:
@@ -846,9 +860,10 @@ func fingerprint(f *Finding) string {
 }
 
 // findingID identifies a finding by its rule, cluster, key facts and the
-// record that opened its launch: the same logs give the same IDs whatever
-// the launch counter says (a replay from a checkpoint, another analyzer
-// taking a partition over), which a launch number would not.
+// record that opened its launch (firstLaunch for a cluster's first): the
+// same logs give the same IDs whatever the launch counter says (a replay
+// from a checkpoint, another analyzer taking a partition over), which a
+// launch number would not.
 func findingID(rule, cluster, opener string, key []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", rule, cluster, opener, strings.Join(key, "\x00"))

@@ -132,8 +132,9 @@ func TestEngineLaunchesOpenedWithoutRecordIDs(t *testing.T) {
 	run := func() []Finding {
 		e := NewEngine(mustParse(t, testRules))
 		for _, x := range []*parsers.Event{
-			ev("a", 0, lnVLLM), ev("a", 1, lnWant1), // launch 1
+			ev("a", 0, lnVLLM), ev("a", 1, lnWant1), // launch 1 (a cluster's first: firstLaunch)
 			ev("a", 10, lnVLLM), ev("a", 11, lnWant1), // launch 2: the same lines later
+			ev("a", 20, lnVLLM), ev("a", 21, lnWant1), // launch 3: again
 		} {
 			x.ID = ""
 			e.Observe(x)
@@ -141,7 +142,11 @@ func TestEngineLaunchesOpenedWithoutRecordIDs(t *testing.T) {
 		return e.Findings()
 	}
 	first := run()
-	if len(first) != 2 || first[0].ID == first[1].ID || first[0].Launch == first[1].Launch {
+	distinct := map[string]bool{}
+	for _, f := range first {
+		distinct[f.ID] = true
+	}
+	if len(first) != 3 || len(distinct) != 3 {
 		t.Fatalf("want one finding per launch, with distinct IDs: %q", ids(first))
 	}
 	if again := run(); !reflect.DeepEqual(ids(again), ids(first)) {
