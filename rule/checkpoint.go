@@ -12,10 +12,11 @@ type Checkpoint map[string]LaunchMark
 type LaunchMark struct {
 	Pos uint64 `json:"pos"` // position given to ObserveAt for the opening record
 	Num int    `json:"num"` // the launch's number
-	// Opener is the ID of the opening record, which the launch's finding
-	// IDs derive from: the reopened launch keeps it even when the stream
-	// lost that record (empty in checkpoints written before it existed:
-	// the replay's first record of the cluster is taken).
+	// Opener is the ID of the opening record (firstLaunch for a cluster's
+	// first launch), which the launch's finding IDs derive from: the
+	// reopened launch keeps it even when the stream lost that record
+	// (empty in checkpoints written before it existed: the replay's first
+	// record of the cluster is taken).
 	Opener string `json:"opener,omitempty"`
 }
 
