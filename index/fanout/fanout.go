@@ -125,6 +125,7 @@ func (f *Searcher) Search(ctx context.Context, q index.Query) (index.Result, err
 	if err != nil {
 		return index.Result{}, err
 	}
+	from := max(q.From, 0)
 	ms := f.members()
 	var res index.Result
 	if q.Histogram > 0 && (q.Since.IsZero() || q.Until.IsZero()) && q.HistogramSince.IsZero() && q.HistogramUntil.IsZero() {
@@ -141,7 +142,7 @@ func (f *Searcher) Search(ctx context.Context, q index.Query) (index.Result, err
 	first.From = 0
 	first.Size = -1
 	if size > 0 {
-		first.Size = min(q.From+size, f.chunk)
+		first.Size = min(from+size, f.chunk)
 	}
 	results, errs := each(ctx, f, ms, func(ctx context.Context, s index.Searcher) (index.Result, error) {
 		return s.Search(ctx, first)
@@ -177,10 +178,10 @@ func (f *Searcher) Search(ctx context.Context, q index.Query) (index.Result, err
 	res.Hits = []index.Hit{}
 	if size > 0 {
 		m := merger{f: f, q: q, streams: streams, order: index.Order(q), seen: map[string]bool{}}
-		hits, more := m.run(ctx, q.From+size)
+		hits, more := m.run(ctx, from+size)
 		res.Partial = append(res.Partial, m.partial...)
-		if len(hits) > q.From {
-			res.Hits = hits[q.From:]
+		if len(hits) > from {
+			res.Hits = hits[from:]
 		}
 		if more && len(res.Hits) > 0 {
 			res.Next = index.CursorAfter(q, res.Hits[len(res.Hits)-1])

@@ -52,7 +52,7 @@ func events() []*parsers.Event {
 	return evs
 }
 
-func openIndex(t *testing.T, evs []*parsers.Event) *index.Index {
+func openIndex(t testing.TB, evs []*parsers.Event) *index.Index {
 	t.Helper()
 	x, err := index.Open(t.TempDir(), index.Options{Shards: 2})
 	if err != nil {
@@ -72,7 +72,7 @@ func openIndex(t *testing.T, evs []*parsers.Event) *index.Index {
 
 // serve runs the web handler of a peer whose own part is local; its
 // Index is an empty index, so an answer without local=1 would miss it.
-func serve(t *testing.T, local index.Searcher) string {
+func serve(t testing.TB, local index.Searcher) string {
 	t.Helper()
 	h, err := web.NewHandler(web.Config{Index: openIndex(t, nil), Local: local, Token: token})
 	if err != nil {
@@ -101,7 +101,7 @@ type cluster struct {
 	fan    *Searcher
 }
 
-func newCluster(t *testing.T) *cluster {
+func newCluster(t testing.TB) *cluster {
 	evs := events()
 	c := &cluster{evs: evs, single: openIndex(t, evs)}
 	c.local = openIndex(t, append(ofPartition(evs, 1), ofPartition(evs, 3)[:40]...))
@@ -267,8 +267,9 @@ func TestFanOutByScore(t *testing.T) {
 
 // TestFanOutContextBoundsTimeline: the context of an event comes from the
 // member that owns it (not from a stale copy), as the single index gives
-// it; an unknown event is not found; bounds and the web timeline are the
-// single index's.
+// it; an unknown event is not found; bounds (a restricted index's of its
+// partitions only), the web timeline and the count are the single
+// index's.
 func TestFanOutContextBoundsTimeline(t *testing.T) {
 	c := newCluster(t)
 	ctx := context.Background()
@@ -292,6 +293,11 @@ func TestFanOutContextBoundsTimeline(t *testing.T) {
 	stale := ofPartition(c.evs, 3)[0].ID // in the local index too, partition 3 not owned there
 	if _, err := Restrict(c.local, owning(1)).Context(ctx, stale, 1); !errors.Is(err, index.ErrNotFound) {
 		t.Errorf("stale event through Restrict: %v, want ErrNotFound", err)
+	}
+	// The local index's newest events are its stale copies of partition 3.
+	_, staleHi, _ := c.local.Bounds(ctx)
+	if lo, hi, err := Restrict(c.local, owning(1)).Bounds(ctx); err != nil || !lo.Equal(t0) || !hi.Equal(t0.Add(14*time.Second)) || !staleHi.After(hi) {
+		t.Errorf("bounds of partition 1: %v %v (%v), want %v %v (the index's newest: %v)", lo, hi, err, t0, t0.Add(14*time.Second), staleHi)
 	}
 	lo, hi, err := c.fan.Bounds(ctx)
 	wlo, whi, werr := c.single.Bounds(ctx)
@@ -395,6 +401,36 @@ func TestFanOutBadQuery(t *testing.T) {
 	} {
 		if _, err := c.fan.Search(context.Background(), q); !index.IsBadQuery(err) {
 			t.Errorf("%+v: %v, want a bad query", q, err)
+		}
+	}
+	// A negative From is the first page, as the index reads it.
+	got, err := c.fan.Search(context.Background(), index.Query{From: -5, Size: 3})
+	want, werr := c.single.Search(context.Background(), index.Query{Size: 3})
+	if err != nil || werr != nil || !slices.Equal(hitIDs(got.Hits), hitIDs(want.Hits)) {
+		t.Errorf("from -5: %v (%v), want %v (%v)", hitIDs(got.Hits), err, hitIDs(want.Hits), werr)
+	}
+}
+
+// BenchmarkFanOutPage: a first page, with facets and histogram (which
+// first asks every member for its time bounds) and without, from the
+// single index and from the fan-out over three members (two over HTTP).
+func BenchmarkFanOutPage(b *testing.B) {
+	c := newCluster(b)
+	for _, q := range []index.Query{
+		{Text: "engine", Size: 50, Facets: true, Histogram: 60},
+		{Text: "engine", Size: 50},
+	} {
+		for _, s := range []struct {
+			name string
+			s    index.Searcher
+		}{{"single", c.single}, {"fanout", c.fan}} {
+			b.Run(fmt.Sprintf("%s/histogram=%d", s.name, q.Histogram), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := s.s.Search(b.Context(), q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }
