@@ -96,19 +96,54 @@ func EnsurePartitionedStream(ctx context.Context, nc *nats.Conn, js jetstream.Je
 		return nil, fmt.Errorf("stream %s: %d partitions, want at least 1", StreamName, partitions)
 	}
 	want := PartitionedStreamConfig(so, partitions, replicas, nc.MaxPayload())
-	st, err := js.Stream(ctx, StreamName)
+	b := Backoff{Min: 50 * time.Millisecond, Max: time.Second}
+	for {
+		st, err := ensurePartitioned(ctx, js, want, so, logOrDiscard(log))
+		if err == nil || !unanswered(err) || ctx.Err() != nil || !b.Wait(ctx) {
+			return st, err
+		}
+	}
+}
+
+// requestTimeout bounds one JetStream API request of EnsurePartitionedStream.
+// Analyzers starting together create and update the stream together, and a
+// JetStream cluster may leave a request about a stream unanswered while
+// another request changes it (seen with nats-server 2.15: of three
+// concurrent updates, one timed out; info requests during its creation
+// too). Such a request is asked again, and finds the stream as the other
+// analyzer left it.
+const requestTimeout = 2 * time.Second
+
+// unanswered: a JetStream API request got no answer in time, or the
+// cluster has no leader yet to answer it.
+func unanswered(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.As(err, &apiErr) && apiErr.ErrorCode == jsClusterNotAvailable
+}
+
+// jsClusterNotAvailable is JetStream's "system temporarily unavailable".
+const jsClusterNotAvailable jetstream.ErrorCode = 10008
+
+// ensurePartitioned is one attempt of EnsurePartitionedStream.
+func ensurePartitioned(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, so StreamOptions, log *slog.Logger) (jetstream.Stream, error) {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	st, err := js.Stream(rctx, StreamName)
+	cancel()
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		st, err = js.CreateStream(ctx, want)
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		st, err = js.CreateStream(rctx, want)
+		cancel()
 		if err == nil {
-			logOrDiscard(log).Info("stream created", "stream", StreamName, "partitions", partitions, "replicas", want.Replicas,
-				"max_age", want.MaxAge, "max_bytes", want.MaxBytes)
+			log.Info("stream created", "stream", StreamName, "subjects", want.Subjects[0], "transform", want.SubjectTransform.Destination,
+				"replicas", want.Replicas, "max_age", want.MaxAge, "max_bytes", want.MaxBytes)
 			return st, nil
 		}
-		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return nil, fmt.Errorf("create stream %s: %w", StreamName, err)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			// Another analyzer created it meanwhile: check it as any other.
+			return ensurePartitioned(ctx, js, want, so, log)
 		}
-		// Another analyzer created it meanwhile: check it as any other.
-		st, err = js.Stream(ctx, StreamName)
+		return nil, fmt.Errorf("create stream %s: %w", StreamName, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", StreamName, err)
@@ -117,29 +152,15 @@ func EnsurePartitionedStream(ctx context.Context, nc *nats.Conn, js jetstream.Je
 	if len(changes) == 0 {
 		return st, nil
 	}
-	// Analyzers starting together update the stream together, and a
-	// JetStream cluster may never answer one of several concurrent updates
-	// (seen with nats-server 2.15: the request times out, the update done
-	// by another stands). So the update gets part of ctx's time, and a
-	// failed one is forgiven when the stream is as wanted after all.
-	uctx, cancel := context.WithTimeout(ctx, updateTimeout)
-	updated, err := js.UpdateStream(uctx, next)
+	rctx, cancel = context.WithTimeout(ctx, requestTimeout)
+	st, err = js.UpdateStream(rctx, next)
 	cancel()
 	if err != nil {
-		if st, again := js.Stream(ctx, StreamName); again == nil {
-			if _, left := partitionedUpdate(st.CachedInfo().Config, want, so); len(left) == 0 {
-				return st, nil
-			}
-		}
 		return nil, fmt.Errorf("update stream %s (%s): %w", StreamName, strings.Join(changes, ", "), err)
 	}
-	logOrDiscard(log).Info("stream updated", "stream", StreamName, "changes", strings.Join(changes, ", "))
-	return updated, nil
+	log.Info("stream updated", "stream", StreamName, "changes", strings.Join(changes, ", "))
+	return st, nil
 }
-
-// updateTimeout bounds one stream update (a replicas change included:
-// JetStream answers once the new peers are placed, not caught up).
-const updateTimeout = 2 * time.Second
 
 // partitionedUpdate is cur changed where it differs from want (subjects,
 // transform, replicas, and the limits so sets), with what changed.
