@@ -122,7 +122,9 @@ func runEmbedded(opts *natsserver.Options, listen string) (*natsserver.Server, e
 // embeddedClusterSize is how many servers the embedded server's JetStream
 // cluster has (its meta group's size, offline members included), 1 when it
 // is not clustered. Counting routes instead would count this server twice
-// when its own address is among them, as --nats-routes asks.
+// when its own address is among them, as --nats-routes asks. A follower may
+// count one less for a moment after the cluster formed (the leader's view
+// reaches it with the next peer update): ask once the stream exists.
 func embeddedClusterSize(ns *natsserver.Server) int {
 	info, err := ns.Jsz(nil)
 	if err != nil || info.Meta == nil {

@@ -86,11 +86,14 @@ func TestEmbeddedCluster(t *testing.T) {
 		t.Fatalf("server names %v, want 3 distinct", names)
 	}
 	waitMetaLeader(t, servers...)
-	for i, s := range servers {
-		if n := embeddedClusterSize(s); n != 3 {
-			t.Errorf("server %d counts %d servers, want 3", i, n)
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		for i, s := range servers {
+			if n := embeddedClusterSize(s); n != 3 {
+				return fmt.Errorf("server %d counts %d servers, want 3", i, n)
+			}
 		}
-	}
+		return nil
+	})
 	nc, err := nats.Connect(servers[0].ClientURL(), nats.Token("s3cret"))
 	if err != nil {
 		t.Fatal(err)
