@@ -267,7 +267,7 @@ func (x *Index) afterPage(ctx context.Context, q Query, bq query.Query, c *curso
 	} else if until := time.Unix(0, c.NS).UTC(); q.Until.IsZero() || until.Before(q.Until) {
 		q2.Until = until
 	}
-	bq2, err := BuildQuery(q2)
+	bq2, err := buildQuery(q2, x.opts.Partitioned)
 	if err != nil {
 		return nil, err
 	}

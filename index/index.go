@@ -55,6 +55,13 @@ type Options struct {
 	// ReadOnly opens an existing index for searching only (several
 	// processes may then share it); Add fails.
 	ReadOnly bool
+	// Partitioned indexes the stream partition of every event, 0 included
+	// (serve in cluster mode, where every event came through one): a
+	// filter on partition 0 is then its term, not every event without a
+	// partition term, which walks the whole index (at 300k events 175 ms
+	// against 22 ms for another partition). Events indexed before, without
+	// the term, are then in no partition.
+	Partitioned bool
 	// SearchTimeout bounds each search and context lookup (default
 	// DefaultSearchTimeout; negative: none).
 	SearchTimeout time.Duration
@@ -159,6 +166,7 @@ func Open(dir string, opts Options) (*Index, error) {
 		windowMin: windowMinHits,
 	}
 	x.builder = newDocBuilder(x.mapping)
+	x.builder.partitioned = opts.Partitioned
 	members := make([]bleve.Index, 0, m.Shards)
 	for i := 0; i < m.Shards; i++ {
 		path := filepath.Join(idxDir, fmt.Sprintf("shard-%02d", i))

@@ -45,9 +45,9 @@ const (
 	FieldMessage  = "message"
 	FieldEvent    = "event" // stored only: the hit (see encodeHit)
 	// FieldPartition is the stream partition of an event in cluster mode
-	// (exact value, see intTerm), indexed only when not 0: a single
-	// analyzer's documents stay as they were, and partition 0 is the
-	// events without the term (see partitionQuery).
+	// (exact value, see intTerm), indexed when not 0 or when the index is
+	// Options.Partitioned: a single analyzer's documents stay as they
+	// were (see partitionQuery for partition 0).
 	FieldPartition = "partition"
 )
 
@@ -109,7 +109,11 @@ func NewMapping() mapping.IndexMapping {
 // skipping the reflection walk of MapDocument, which costs more than the
 // indexing of these small documents. Every field is indexed only; what a
 // hit shows is one stored value (see encodeHit).
-type docBuilder struct{ freqs *freqCache }
+type docBuilder struct {
+	freqs *freqCache
+	// partitioned indexes partition 0 too (Options.Partitioned).
+	partitioned bool
+}
 
 func newDocBuilder(mapping.IndexMapping) docBuilder { return docBuilder{freqs: newFreqCache()} }
 
@@ -194,7 +198,7 @@ func (b docBuilder) build(ev *parsers.Event) *document.Document {
 	if h.Rank != nil {
 		doc.AddField(d.term().set(FieldRank, kwOpts, intTerm(int64(*h.Rank)), ""))
 	}
-	if h.Partition != 0 {
+	if h.Partition != 0 || b.partitioned {
 		// Few values, on every event of a partition: shared frequencies.
 		v := string(intTerm(int64(h.Partition)))
 		f := d.term()

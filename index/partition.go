@@ -9,13 +9,14 @@ import (
 )
 
 // partitionQuery matches the events of the stream partitions ps (none when
-// ps is empty). Partition 0 is the events without a partition term, which
-// includes everything indexed outside cluster mode.
-func partitionQuery(ps []int) query.Query {
+// ps is empty). In a partitioned index (Options.Partitioned) every event
+// has its partition's term; otherwise partition 0 is the events without
+// one, which includes everything indexed outside cluster mode.
+func partitionQuery(ps []int, partitioned bool) query.Query {
 	ps = slices.Compact(slices.Sorted(slices.Values(ps)))
 	var qs []query.Query
 	for _, p := range ps {
-		if p == 0 {
+		if p == 0 && !partitioned {
 			b := bleve.NewBooleanQuery()
 			b.AddMust(bleve.NewMatchAllQuery())
 			b.AddMustNot(intRangeQuery(FieldPartition, math.MinInt64, math.MaxInt64))

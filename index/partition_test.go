@@ -14,12 +14,19 @@ import (
 
 // TestPartitionFilter: Query.Partitions keeps the hits, total, facets and
 // histogram to the events of those partitions (0 being the events indexed
-// without one), by time and by score, and paged by cursor; nil filters
-// nothing, an empty list matches nothing; hits report their partition, and
-// the filter survives a reopen (it is indexed, not kept in memory).
+// without one, or with its term in a partitioned index), by time and by
+// score, and paged by cursor; nil filters nothing, an empty list matches
+// nothing; hits report their partition, and the filter survives a reopen
+// (it is indexed, not kept in memory).
 func TestPartitionFilter(t *testing.T) {
+	for _, partitioned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("partitioned=%v", partitioned), func(t *testing.T) { testPartitionFilter(t, partitioned) })
+	}
+}
+
+func testPartitionFilter(t *testing.T, partitioned bool) {
 	dir := t.TempDir()
-	x, err := Open(dir, Options{Shards: 3})
+	x, err := Open(dir, Options{Shards: 3, Partitioned: partitioned})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +40,17 @@ func TestPartitionFilter(t *testing.T) {
 		evs = append(evs, e)
 	}
 	addAll(t, x, evs)
-	x = reopenReadOnly(t, x, dir)
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if x, err = Open(dir, Options{ReadOnly: true, Partitioned: partitioned}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	// Partition 0 has its term exactly when the index is partitioned.
+	if n, err := x.count(context.Background(), partitionQuery([]int{0}, true)); err != nil || (n > 0) != partitioned {
+		t.Fatalf("events with the term of partition 0: %d (%v)", n, err)
+	}
 	ctx := context.Background()
 	for _, ps := range [][]int{nil, {}, {0}, {2}, {1, 3}, {0, 2, 2}, {5}} {
 		for _, sort := range []string{"-time", "time", "score"} {

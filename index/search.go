@@ -132,7 +132,11 @@ var storedFields = []string{FieldEvent}
 // stepping through nested searchers hit by hit (a one-minute range with
 // two filters over 865k events: 31 -> 15 ms, with anyOf). Sorted by score,
 // the filters are a non-scoring clause.
-func BuildQuery(q Query) (query.Query, error) {
+func BuildQuery(q Query) (query.Query, error) { return buildQuery(q, false) }
+
+// buildQuery is BuildQuery for an index that is partitioned or not (see
+// partitionQuery).
+func buildQuery(q Query, partitioned bool) (query.Query, error) {
 	text, err := ParseQuery(q.Text)
 	if err != nil {
 		return nil, err
@@ -168,7 +172,7 @@ func BuildQuery(q Query) (query.Query, error) {
 		filters = append(filters, timeRangeQuery(q.Since, q.Until))
 	}
 	if q.Partitions != nil {
-		filters = append(filters, partitionQuery(q.Partitions))
+		filters = append(filters, partitionQuery(q.Partitions, partitioned))
 	}
 	if q.Sort != "score" {
 		return and(append([]query.Query{text}, filters...)...), nil
@@ -251,7 +255,7 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 
 func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	start := time.Now()
-	bq, err := BuildQuery(q)
+	bq, err := buildQuery(q, x.opts.Partitioned)
 	if err != nil {
 		return Result{}, err
 	}
