@@ -2,8 +2,10 @@ package fanout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/faultline/faultline/index"
@@ -68,22 +70,24 @@ func (r *restricted) Findings() []rule.Finding { return r.s.Findings() }
 func (r *restricted) Stats() index.Stats       { return r.s.Stats() }
 
 // boundsBySearch finds the oldest and newest event times of s by two
-// searches of one hit, oldest and newest first (hits without a time come
-// last in both).
+// searches of one hit, oldest and newest first, side by side (hits without
+// a time come last in both).
 func boundsBySearch(ctx context.Context, s index.Searcher) (lo, hi time.Time, err error) {
-	edge := func(sort string) (time.Time, error) {
-		res, err := s.Search(ctx, index.Query{Size: 1, Sort: sort})
-		if err != nil {
-			return time.Time{}, fmt.Errorf("time bounds: %w", err)
+	var errs [2]error
+	edge := func(sort string, t *time.Time, err *error) {
+		res, e := s.Search(ctx, index.Query{Size: 1, Sort: sort})
+		if e != nil {
+			*err = fmt.Errorf("time bounds: %w", e)
+		} else if len(res.Hits) > 0 {
+			*t = res.Hits[0].Time
 		}
-		if len(res.Hits) == 0 {
-			return time.Time{}, nil
-		}
-		return res.Hits[0].Time, nil
 	}
-	if lo, err = edge("time"); err != nil || lo.IsZero() {
+	var wg sync.WaitGroup
+	wg.Go(func() { edge("time", &lo, &errs[0]) })
+	edge("-time", &hi, &errs[1])
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
 		return time.Time{}, time.Time{}, err
 	}
-	hi, err = edge("-time")
-	return lo, hi, err
+	return lo, hi, nil
 }
