@@ -417,3 +417,54 @@ func ensureOn(url string) error {
 	_, err = EnsurePartitionedStream(ctx, nc, js, StreamOptions{}, 12, 3, nil)
 	return err
 }
+
+// TestEnsureKeyValueConcurrent: three analyzers making the same buckets at
+// once on a 3-server cluster all get them (CreateOrUpdateKeyValue left some
+// unanswered), and a bucket whose config changed is updated.
+func TestEnsureKeyValueConcurrent(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	buckets := []jetstream.KeyValueConfig{
+		{Bucket: "members", TTL: 5 * time.Second, Replicas: 3, Storage: jetstream.FileStorage},
+		{Bucket: "leases", TTL: 5 * time.Second, Replicas: 3, Storage: jetstream.FileStorage},
+		{Bucket: "findings", History: 1, Replicas: 3, Storage: jetstream.FileStorage},
+	}
+	errs := make(chan error, 3)
+	for i := range 3 {
+		go func() {
+			nc, err := nats.Connect(c.URL(i))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer nc.Close()
+			js, _ := jetstream.New(nc)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+			defer cancel()
+			for _, b := range buckets {
+				if _, err := EnsureKeyValue(ctx, js, b); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	_, js := connectJS(t, c.URLs())
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	changed := buckets[2]
+	changed.History = 5
+	kv, err := EnsureKeyValue(ctx, js, changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil || st.History() != 5 {
+		t.Fatalf("history after the update: %v, %v", st, err)
+	}
+}
