@@ -173,8 +173,9 @@ func (n *Node) step(ctx context.Context, own OwnFunc) {
 	if !slices.Contains(ids, n.opts.Member) {
 		ids = append(ids, n.opts.Member) // our own heartbeat failed or is not visible yet
 	}
+	owners := Assign(n.opts.Partitions, ids)
 	for p := range n.opts.Partitions {
-		mine := Owner(p, ids) == n.opts.Member
+		mine := owners[p] == n.opts.Member
 		n.mu.Lock()
 		l := n.held[p]
 		n.mu.Unlock()
@@ -393,20 +394,50 @@ func (n *Node) Members() []Member {
 // ID is this member's name.
 func (n *Node) ID() string { return n.opts.Member }
 
-// Owner is the member that should own partition p: rendezvous (highest
-// random weight) hashing, so a member joining or leaving moves only the
-// partitions it wins or held.
-func Owner(p int, members []string) string {
-	best, bestScore := "", uint64(0)
-	for _, m := range members {
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%s\x00%d", m, p)
-		s := mix(h.Sum64())
-		if best == "" || s > bestScore || (s == bestScore && m < best) {
-			best, bestScore = m, s
+// Assign says which member should own each partition: rendezvous (highest
+// random weight) hashing with bounded loads — each partition goes to the
+// member that scores highest for it among those not yet holding their share
+// (parts/members, rounded up). Every member computes the same answer from
+// the same member list; a member joining or leaving moves about its share,
+// not everything; and no member is left idle while another holds twice its
+// share, as plain rendezvous hashing allows.
+func Assign(parts int, members []string) []string {
+	out := make([]string, parts)
+	if len(members) == 0 {
+		return out
+	}
+	members = slices.Clone(members)
+	slices.Sort(members)
+	share := (parts + len(members) - 1) / len(members)
+	load := make(map[string]int, len(members))
+	order := make([]string, len(members))
+	for p := range parts {
+		copy(order, members)
+		slices.SortStableFunc(order, func(a, b string) int {
+			sa, sb := score(a, p), score(b, p)
+			switch {
+			case sa > sb:
+				return -1
+			case sa < sb:
+				return 1
+			}
+			return 0
+		})
+		for _, m := range order {
+			if load[m] < share {
+				out[p] = m
+				load[m]++
+				break
+			}
 		}
 	}
-	return best
+	return out
+}
+
+func score(member string, p int) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%d", member, p)
+	return mix(h.Sum64())
 }
 
 // mix is splitmix64's finalizer: FNV alone leaves names that differ in one

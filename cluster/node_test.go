@@ -16,28 +16,48 @@ import (
 	"github.com/faultline/faultline/internal/testutil"
 )
 
-func TestOwnerSpreadsAndMovesLittle(t *testing.T) {
-	members := []string{"analyzer-1", "analyzer-2", "analyzer-3"}
-	const parts = 12
-	count := map[string]int{}
-	for p := range parts {
-		count[Owner(p, members)]++
-	}
-	for _, m := range members {
-		if count[m] < 2 {
-			t.Errorf("%s owns %d of %d partitions: %v", m, count[m], parts, count)
+func TestAssignBalancesAndMovesLittle(t *testing.T) {
+	for _, tc := range []struct {
+		parts   int
+		members []string
+	}{
+		{12, []string{"analyzer-1", "analyzer-2", "analyzer-3"}},
+		{6, []string{"a", "b", "c"}},
+		{12, []string{"S-1", "S-2"}},
+		{5, []string{"x", "y", "z", "w"}},
+		{12, []string{"node-7f3a", "node-0c1d", "node-9e22"}},
+	} {
+		owners := Assign(tc.parts, tc.members)
+		load := map[string]int{}
+		for _, m := range owners {
+			load[m]++
+		}
+		lo, hi := tc.parts/len(tc.members), (tc.parts+len(tc.members)-1)/len(tc.members)
+		for _, m := range tc.members {
+			if load[m] < lo || load[m] > hi {
+				t.Errorf("%d partitions over %v: %s owns %d, want %d..%d (%v)", tc.parts, tc.members, m, load[m], lo, hi, owners)
+			}
+		}
+		rev := slices.Clone(tc.members)
+		slices.Reverse(rev)
+		if again := Assign(tc.parts, rev); !slices.Equal(again, owners) {
+			t.Errorf("the order of the member list changed the answer: %v, then %v", owners, again)
+		}
+		// A member leaving: the partitions it did not own mostly stay.
+		left := tc.members[len(tc.members)-1]
+		after := Assign(tc.parts, tc.members[:len(tc.members)-1])
+		moved := 0
+		for p := range tc.parts {
+			if owners[p] != left && after[p] != owners[p] {
+				moved++
+			}
+		}
+		if moved > hi {
+			t.Errorf("%d partitions over %v: %d partitions of members that stayed moved when %s left", tc.parts, tc.members, moved, left)
 		}
 	}
-	// A member leaving moves only its own partitions.
-	for p := range parts {
-		before := Owner(p, members)
-		after := Owner(p, members[:2])
-		if before != "analyzer-3" && after != before {
-			t.Errorf("partition %d moved from %s to %s though %s stayed", p, before, after, before)
-		}
-	}
-	if Owner(0, nil) != "" {
-		t.Error("no members: no owner")
+	if got := Assign(3, nil); !slices.Equal(got, []string{"", "", ""}) {
+		t.Errorf("no members: %v", got)
 	}
 }
 
@@ -124,7 +144,7 @@ func TestLeasesBalanceAndFailOver(t *testing.T) {
 	// Balanced as rendezvous hashing says, once all three see each other.
 	want := map[int]string{}
 	for p := range parts {
-		want[p] = Owner(p, []string{"m1", "m2", "m3"})
+		want[p] = Assign(parts, []string{"m1", "m2", "m3"})[p]
 	}
 	testutil.CheckFor(t, 15*time.Second, 50*time.Millisecond, func() error {
 		got, err := h.owners(parts)
@@ -154,7 +174,7 @@ func TestLeasesBalanceAndFailOver(t *testing.T) {
 			return err
 		}
 		for p, m := range got {
-			if m == "m3" || m != Owner(p, []string{"m1", "m2"}) {
+			if m == "m3" || m != Assign(parts, []string{"m1", "m2"})[p] {
 				return fmt.Errorf("partition %d run by %s", p, m)
 			}
 		}
@@ -239,4 +259,28 @@ func TestLeasesOnAClusterWithAServerDown(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Members starting together on a replicated cluster all join: concurrent
+// creates of one bucket can go unanswered, and Join must not wait on them.
+func TestConcurrentJoin(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			nc, err := nats.Connect(c.URL(i))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer nc.Close()
+			js, _ := jetstream.New(nc)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := Join(ctx, js, Options{Member: "m" + strconv.Itoa(i), Partitions: 3, Replicas: 3}); err != nil {
+				t.Errorf("member %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -89,16 +89,25 @@ func (s *server) loadCheckpoint(created time.Time) rule.Checkpoint {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	var f checkpointFile
-	if err == nil {
-		err = json.Unmarshal(b, &f)
-	}
-	switch {
-	case err != nil:
+	if err != nil {
 		s.log.Warn("checkpoint unreadable; replaying the whole stream", "path", s.ckpt.path, "err", err)
 		return nil
+	}
+	return s.parseCheckpoint(b, created, s.ckpt.path)
+}
+
+// parseCheckpoint reads a checkpoint (of the file, or of a partition in
+// KV) of the stream created at created; nil, and a warning naming where it
+// came from, if it cannot be used.
+func (s *server) parseCheckpoint(b []byte, created time.Time, where string) rule.Checkpoint {
+	var f checkpointFile
+	err := json.Unmarshal(b, &f)
+	switch {
+	case err != nil:
+		s.log.Warn("checkpoint unreadable; replaying the whole stream", "path", where, "err", err)
+		return nil
 	case f.RecordBits != recordBits || !f.Stream.Equal(created):
-		s.log.Warn("checkpoint of another stream; replaying the whole stream", "path", s.ckpt.path,
+		s.log.Warn("checkpoint of another stream; replaying the whole stream", "path", where,
 			"checkpoint_stream", f.Stream, "stream", created)
 		return nil
 	}
@@ -106,7 +115,7 @@ func (s *server) loadCheckpoint(created time.Time) rule.Checkpoint {
 		if posSeq(m.Pos) == 0 {
 			// A launch opened by a record of unknown position: where to
 			// start is not known, and a full replay must number from 1.
-			s.log.Warn("checkpoint without a position for a cluster; replaying the whole stream", "cluster", name)
+			s.log.Warn("checkpoint without a position for a cluster; replaying the whole stream", "path", where, "cluster", name)
 			return nil
 		}
 	}

@@ -79,7 +79,7 @@ func (s *server) runDemo(ctx context.Context, natsURL, httpAddr string) error {
 	writers.Wait()
 	// Nothing written (empty node folders): nothing to wait for.
 	if lines.Load() == 0 || s.settle(ctx) {
-		n := s.announcer.Len()
+		n := len(s.findings())
 		fmt.Fprintf(cfg.Stdout, "\nFaultline demo: replay done: %d lines from %d nodes, %d finding(s); %s until Ctrl-C.\n",
 			lines.Load(), len(nodes), n, strings.Replace(ui, "web UI on", "they stay on", 1))
 	}

@@ -20,6 +20,6 @@ func (s *server) consume(ctx context.Context, cons *transport.Consumer) error {
 			}
 			return err
 		}
-		s.handle(b, ack)
+		s.handle(s.single, b, ack)
 	}
 }

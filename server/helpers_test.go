@@ -33,11 +33,23 @@ type running struct {
 	stdout *testutil.Buffer
 	log    *testutil.Buffer
 	stop   func() error
+	ready  chan Addrs
+	done   chan error
 }
 
 // startServer runs Run in the background with an embedded NATS on a free
 // port and HTTP on a free port, and waits until it is ready.
 func startServer(t *testing.T, cfg Config) *running {
+	t.Helper()
+	r := launchServer(t, cfg)
+	r.waitReady(t)
+	return r
+}
+
+// launchServer is startServer without the wait (servers that are ready
+// only together: an embedded NATS cluster elects its leader once most of
+// its servers are up).
+func launchServer(t *testing.T, cfg Config) *running {
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
@@ -51,31 +63,32 @@ func startServer(t *testing.T, cfg Config) *running {
 	if cfg.DemoShip == nil {
 		cfg.DemoShip = demoShip
 	}
-	r := &running{stdout: &testutil.Buffer{}, log: &testutil.Buffer{}}
+	r := &running{stdout: &testutil.Buffer{}, log: &testutil.Buffer{}, ready: make(chan Addrs, 1), done: make(chan error, 1)}
 	cfg.Stdout = r.stdout
 	cfg.Log = slog.New(slog.NewTextHandler(io.MultiWriter(r.log, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ready := make(chan Addrs, 1)
-	cfg.Ready = func(a Addrs) { ready <- a }
+	cfg.Ready = func(a Addrs) { r.ready <- a }
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	select {
-	case r.addrs = <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("Run: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("server not ready after 30s")
-	}
+	go func() { r.done <- Run(ctx, cfg) }()
 	var once sync.Once
 	var err error
 	r.stop = func() error {
-		once.Do(func() { cancel(); err = <-done })
+		once.Do(func() { cancel(); err = <-r.done })
 		return err
 	}
 	t.Cleanup(func() { r.stop() })
 	return r
+}
+
+func (r *running) waitReady(t *testing.T) {
+	t.Helper()
+	select {
+	case r.addrs = <-r.ready:
+	case err := <-r.done:
+		r.done <- err
+		t.Fatalf("Run: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("server not ready after 30s")
+	}
 }
 
 // testWriter sends the server's log to t.Log (shown with -v or on failure).

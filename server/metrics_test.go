@@ -32,7 +32,7 @@ remediation: r
 	for _, msg := range []string{"zorblax one", "zorblax two", "zorblax three"} {
 		engine.Observe(&parsers.Event{Record: parsers.Record{Node: "n"}, Source: parsers.SourceOther, Message: msg})
 	}
-	families, err := newRegistry(engine).Gather()
+	families, err := newRegistry(func() []*rule.Engine { return []*rule.Engine{engine} }).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,9 @@ func (s *server) reload(why string) {
 		}
 		return
 	}
-	s.engine.SetRules(rules)
+	for _, e := range s.engines() {
+		e.SetRules(rules)
+	}
 	s.log.Info("rules reloaded", "rules", len(rules), "why", why)
 }
 

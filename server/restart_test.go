@@ -79,12 +79,17 @@ func seedRecords(t *testing.T) []parsers.Record {
 	return out
 }
 
-// publishRecords sends recs in batches of n, the shipper's wire format.
+// publishRecords sends recs in batches of up to n, the shipper's wire
+// format; a batch holds one cluster's records, as a shipper's do.
 func publishRecords(t *testing.T, js jetstream.JetStream, recs []parsers.Record, n int) {
 	t.Helper()
 	for len(recs) > 0 {
-		b := recs[:min(n, len(recs))]
-		recs = recs[len(b):]
+		k := 1
+		for k < min(n, len(recs)) && recs[k].Cluster == recs[0].Cluster {
+			k++
+		}
+		b := recs[:k]
+		recs = recs[k:]
 		var body []byte
 		for i := range b {
 			body = transport.AppendRecord(body, &b[i])

@@ -41,6 +41,7 @@ func (s *server) collectors() []prometheus.Collector {
 			Help: "Webhook posts that failed (each is retried from the outbox)."},
 			func() float64 { return float64(s.hook.failures.Load()) }),
 		newOutboxCollector(s.hook),
+		newPartitionCollector(s),
 		&consumerCollector{s: s,
 			pending: prometheus.NewDesc("faultline_consumer_pending_messages",
 				"Messages of the stream not yet delivered to the analyzer's durable consumer (JetStream num_pending).", nil, nil),

@@ -16,10 +16,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/faultline/faultline/cluster"
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/version"
 	"github.com/faultline/faultline/parsers"
@@ -32,13 +34,24 @@ import (
 // server is one run of serve: its connections and the state shared by the
 // consumer, the acker and the HTTP handlers.
 type server struct {
-	cfg    Config
-	log    *slog.Logger
-	nc     *nats.Conn
-	engine *rule.Engine
-	idx    index.Store // Bleve on disk today
-	hook   *webhook
-	seen   *seenSet
+	cfg           Config
+	log           *slog.Logger
+	nc            *nats.Conn
+	engine        *rule.Engine // the whole stream's; on a cluster, only the running rules (each partition has its own)
+	idx           index.Store  // Bleve on disk today
+	hook          *webhook
+	seen          *seenSet
+	single        *lane              // the whole stream, on one machine
+	ns            *natsserver.Server // the embedded NATS server (nil with an external one)
+	streamCreated time.Time
+	progress      *progress
+	// On a cluster (partitions.go): this member, its partitions' lanes,
+	// and what the HTTP API searches (the fan-out across members).
+	node  *cluster.Node
+	lanes laneSet
+	// search answers the API; searchLocal a peer's local=1 (only the
+	// partitions owned here).
+	search, searchLocal searchSwitch
 
 	// warming is set until the warm-up replay is done; warmSeq of warmLast
 	// is how far it got.
@@ -57,7 +70,7 @@ type server struct {
 	cons        atomic.Value // jetstream.Consumer, once created
 
 	// announcer passes new and changed findings on to the sinks (sinks.go).
-	announcer *sink.Changes
+	announcer sink.Sink
 	stages    *stageMetrics // per-stage latency of live batches (stages.go)
 
 	// Live feeds of the web UI (Server-Sent Events); Publish never blocks.
@@ -92,18 +105,17 @@ func Run(ctx context.Context, cfg Config) error {
 		liveEvents: web.NewHub[*parsers.Event](1024), liveFindings: web.NewHub[rule.Finding](64),
 		stages: newStageMetrics(),
 	}
-	s.engine.OnSlowRule(cfg.RuleBudget, func(id string, took time.Duration, ev *parsers.Event) {
-		s.log.Warn("rule over its time budget: one event took longer than --rule-budget (a costly regex or condition; see faultline_rule_evaluation_seconds_total)",
-			"rule", id, "took", took, "budget", cfg.RuleBudget, "node", ev.Node, "file", ev.File, "line", ev.Line)
-	})
+	s.single = &lane{part: -1, engine: s.engine, seen: s.seen}
+	s.reportSlowRules(s.engine)
 
 	natsURL := cfg.NATS.URL
 	var opts []nats.Option
 	if natsURL == "" {
-		ns, err := startEmbedded(cfg.NATSListen, cfg.natsStoreDir(), cfg.NATS)
+		ns, err := cfg.startNATS()
 		if err != nil {
 			return err
 		}
+		s.ns = ns
 		if !loopback(cfg.NATSListen) && cfg.NATS.User == "" && cfg.NATS.Token == "" {
 			s.log.Warn("embedded NATS listens beyond this host without authentication: anyone who reaches it can publish logs; set --token (shippers pass the same --token)", "listen", cfg.NATSListen)
 		}
@@ -154,12 +166,15 @@ func Run(ctx context.Context, cfg Config) error {
 
 	// Safe batches: a message is acked only once its records are on disk,
 	// so a kill -9 never loses an acknowledged record.
+	// Partitioned: on a cluster every document carries its partition,
+	// 0 included, so that a search can keep to the partitions owned here.
 	s.idx, err = index.Open(cfg.DataDir, index.Options{Safe: true, FlushInterval: cfg.AckInterval,
-		SearchTimeout: cfg.SearchTimeout, Logger: s.log})
+		SearchTimeout: cfg.SearchTimeout, Logger: s.log, Partitioned: cfg.Cluster.Enabled()})
 	if err != nil {
 		return fmt.Errorf("index: %w", err)
 	}
 	defer s.idx.Close()
+	s.search.local, s.searchLocal.local = s.idx, s.idx
 	s.hook = newWebhook(cfg.Webhook, cfg.WebhookBackoff, s.log)
 	s.announcer = s.newSinks()
 
@@ -186,28 +201,23 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	st, err := s.waitStream(ctx, js, natsURL)
-	if err != nil {
-		return err
-	}
 	// Before the warm-up: it may announce findings the last run had not.
 	if err := s.hook.open(ctx, js); err != nil {
 		return err
 	}
-	if err := s.warmUp(ctx, st); err != nil {
+	var consume func(context.Context) error
+	if s.cfg.Cluster.Enabled() {
+		consume, err = s.startCluster(ctx, js, natsURL, addrs.HTTP)
+	} else {
+		consume, err = s.startSingle(ctx, js, natsURL)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
-			return nil // stopped during the warm-up: the next start does it again
+			return nil // stopped while starting: the next start does it again
 		}
 		return err
 	}
 	s.warming.Store(false)
-	cons, err := transport.NewConsumer(ctx, st, transport.ConsumerOptions{Durable: cfg.Durable, AckWait: cfg.AckWait,
-		MaxPayload: int(s.nc.MaxPayload()), Log: s.log})
-	if err != nil {
-		return err
-	}
-	defer cons.Close()
-	s.cons.Store(cons.JetStream())
 
 	wg.Go(func() { s.hook.run(runCtx) })
 	wg.Go(func() { s.ackLoop(runCtx) })
@@ -222,16 +232,50 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready(addrs)
 	}
-	s.log.Info("serving", "nats", natsURL, "consumer", cfg.Durable)
-	return s.consume(ctx, cons)
+	s.log.Info("serving", "nats", natsURL, "consumer", cfg.Durable, "clustered", s.node != nil)
+	return consume(ctx)
 }
 
-// waitStream makes sure the stream exists, retrying while an external server
-// is not reachable yet (the analyzer may start before NATS in compose).
-func (s *server) waitStream(ctx context.Context, js jetstream.JetStream, natsURL string) (jetstream.Stream, error) {
+// startSingle is the one-machine way: the whole stream, replayed into the
+// engine from the checkpoint, then read by one durable consumer.
+func (s *server) startSingle(ctx context.Context, js jetstream.JetStream, natsURL string) (func(context.Context) error, error) {
+	st, err := s.waitStream(ctx, natsURL, func(ctx context.Context) (jetstream.Stream, error) {
+		return s.cfg.ensureSingleStream(ctx, s.nc, js)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.warmUp(ctx, st); err != nil {
+		return nil, err
+	}
+	cons, err := transport.NewConsumer(ctx, st, transport.ConsumerOptions{Durable: s.cfg.Durable, AckWait: s.cfg.AckWait,
+		MaxPayload: int(s.nc.MaxPayload()), Log: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.cons.Store(cons.JetStream())
+	return func(ctx context.Context) error {
+		defer cons.Close()
+		return s.consume(ctx, cons)
+	}, nil
+}
+
+// reportSlowRules logs, once a minute per rule, an evaluation of e's rules
+// over --rule-budget.
+func (s *server) reportSlowRules(e *rule.Engine) {
+	e.OnSlowRule(s.cfg.RuleBudget, func(id string, took time.Duration, ev *parsers.Event) {
+		s.log.Warn("rule over its time budget: one event took longer than --rule-budget (a costly regex or condition; see faultline_rule_evaluation_seconds_total)",
+			"rule", id, "took", took, "budget", s.cfg.RuleBudget, "node", ev.Node, "file", ev.File, "line", ev.Line)
+	})
+}
+
+// waitStream makes sure the stream exists (ensure), retrying while an
+// external server is not reachable yet (the analyzer may start before NATS
+// in compose, and a NATS cluster needs a moment to elect its leaders).
+func (s *server) waitStream(ctx context.Context, natsURL string, ensure func(context.Context) (jetstream.Stream, error)) (jetstream.Stream, error) {
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := ensureStream(cctx, s.nc, js)
+		st, err := ensure(cctx)
 		cancel()
 		if err == nil {
 			return st, nil
@@ -306,13 +350,18 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 	}
 }
 
-// handle evaluates and indexes the records of one batch and hands its ack
-// to the acker, which acks it once the index has flushed it. Every record's
-// rules run before any is indexed (Add builds the document and may wait for
-// the index's writers): a finding does not wait for the batch's indexing.
-func (s *server) handle(b transport.Batch, ack transport.AckFunc) {
+// handle evaluates and indexes the records of one batch of lane l and hands
+// its ack to the acker, which acks it once the index has flushed it. Every
+// record's rules run before any is indexed (Add builds the document and may
+// wait for the index's writers): a finding does not wait for the batch's
+// indexing.
+func (s *server) handle(l *lane, b transport.Batch, ack transport.AckFunc) {
 	got := time.Now()
-	s.stages.consumed(&b, got)
+	// A partition's replay is not live: its latencies and events are old.
+	live := b.Seq == 0 || b.Seq > l.replayTo
+	if live {
+		s.stages.consumed(&b, got)
+	}
 	if b.Err != nil {
 		// The good records before the fault are still used; a
 		// redelivery would fail the same way, so the batch is acked.
@@ -327,21 +376,32 @@ func (s *server) handle(b transport.Batch, ack transport.AckFunc) {
 		if ev.ID == "" {
 			continue
 		}
-		if s.seen.add(ev.ID) {
-			if fs := s.engine.ObserveAt(&ev, streamPos(seq, i)); len(fs) > 0 {
+		pos := streamPos(seq, i)
+		if l.skip.Skip(ev.Cluster, pos) {
+			// Before its cluster's checkpoint launch: the replay of a
+			// new owner does not observe it (checkpoint.go).
+			l.seen.add(ev.ID)
+		} else if l.seen.add(ev.ID) {
+			if fs := l.engine.ObserveAt(&ev, pos); len(fs) > 0 {
 				start := time.Now()
 				s.announce(fs)
 				now := time.Now()
 				announcing += now.Sub(start)
-				s.stages.announce.Observe(now.Sub(start).Seconds())
-				s.stages.found(&b, len(fs), now)
+				if live {
+					s.stages.announce.Observe(now.Sub(start).Seconds())
+					s.stages.found(&b, len(fs), now)
+				}
 			}
 			s.evaluated.Add(1)
-			if s.liveEvents != nil {
+			if s.liveEvents != nil && live {
 				live := ev
 				s.liveEvents.Publish(&live)
 			}
 		}
+		if seq != 0 && seq < l.indexFrom {
+			continue // indexed here before (a replay of a partition taken back)
+		}
+		ev.Partition = max(l.part, 0)
 		evs = append(evs, ev)
 	}
 	indexing := time.Now()
@@ -355,6 +415,28 @@ func (s *server) handle(b transport.Batch, ack transport.AckFunc) {
 	}
 	s.stages.index.Observe(time.Since(indexing).Seconds())
 	s.acks <- ack
+}
+
+// lane is one rule engine and what feeds it: the whole stream on one
+// machine, one partition on a cluster.
+type lane struct {
+	part   int // -1: the whole stream
+	engine *rule.Engine
+	seen   *seenSet
+	// skip leaves out the records before each cluster's checkpoint launch
+	// (a replay from a checkpoint); indexFrom is the first stream sequence
+	// not known to be in the index already.
+	skip      rule.Checkpoint
+	indexFrom uint64
+	// replayTo is the stream's last sequence when a partition was taken:
+	// up to it, batches are a replay.
+	replayTo uint64
+	saved    rule.Checkpoint // the checkpoint last saved
+	// For a partition: its lease, the last sequence flushed to the index,
+	// and the messages left after the last one read (its lag).
+	lease   *cluster.Lease
+	indexed atomic.Uint64
+	pending atomic.Uint64
 }
 
 // ackLoop acknowledges messages in batches after an index flush, so an
@@ -380,7 +462,11 @@ func (s *server) ackLoop(ctx context.Context) {
 		}
 		s.unindexed.Add(-n)
 		pending = pending[:0]
-		s.saveCheckpoint() // what the engine observed is in the stream: safe to start there
+		if s.node != nil {
+			s.saveLanes(ctx)
+		} else {
+			s.saveCheckpoint() // what the engine observed is in the stream: safe to start there
+		}
 	}
 	for {
 		select {
@@ -397,9 +483,15 @@ func (s *server) ackLoop(ctx context.Context) {
 	}
 }
 
-// findings returns the stored findings (root causes first).
+// findings returns the stored findings (root causes first): on a cluster,
+// every member's.
 func (s *server) findings() []rule.Finding {
-	fs := s.idx.Findings()
+	var fs []rule.Finding
+	if s.node != nil {
+		fs = s.node.Findings()
+	} else {
+		fs = s.idx.Findings()
+	}
 	if fs == nil {
 		fs = []rule.Finding{}
 	}
@@ -411,7 +503,7 @@ func (s *server) findings() []rule.Finding {
 // check; /healthz stays open for probes and says more to the token holder.
 func (s *server) handler() (*web.Handler, error) {
 	h, err := web.NewHandler(web.Config{
-		Index: s.idx, Findings: s.findings, LiveEvents: s.liveEvents, LiveFindings: s.liveFindings,
+		Index: &s.search, Local: &s.searchLocal, Findings: s.findings, LiveEvents: s.liveEvents, LiveFindings: s.liveFindings,
 		Token: s.cfg.HTTPToken, Logger: s.log, Registry: s.registry(),
 		Routes: []web.Route{
 			{Pattern: "GET /api/rules", Handler: web.JSON(s.rules)},
@@ -479,7 +571,7 @@ func redactURLs(urls string) string {
 
 // registry is what /metrics serves: newRegistry's collectors and serve's own.
 func (s *server) registry() *prometheus.Registry {
-	reg := newRegistry(s.engine)
+	reg := newRegistry(s.engines)
 	reg.MustRegister(s.collectors()...)
 	reg.MustRegister(s.stages.collectors()...)
 	return reg

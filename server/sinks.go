@@ -17,6 +17,12 @@ import (
 // across restarts too: the last announced versions are the stored findings.
 func (s *server) newSinks() *sink.Changes {
 	stored := s.idx.Findings()
+	return sink.NewChanges(stored, s.sinkList(stored))
+}
+
+// sinkList is serve's sinks in order; stored are the findings announced
+// before (the terminal prints only what changed since).
+func (s *server) sinkList(stored []rule.Finding) sink.Multi {
 	var out sink.Multi
 	if s.cfg.Webhook != "" {
 		out = append(out, s.hook)
@@ -26,8 +32,7 @@ func (s *server) newSinks() *sink.Changes {
 		sink.NewText(s.cfg.Stdout, stored),
 		sink.NewNATS(s.nc, transport.FindingsSubject),
 		sink.NewLive(s.liveFindings))
-	out = append(out, s.cfg.Sinks...)
-	return sink.NewChanges(stored, out)
+	return append(out, s.cfg.Sinks...)
 }
 
 // announce hands the findings the engine returned for one event to the

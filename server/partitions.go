@@ -1,0 +1,462 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/faultline/faultline/cluster"
+	"github.com/faultline/faultline/internal/atomicfile"
+	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/sink"
+	"github.com/faultline/faultline/transport"
+)
+
+// Scale-out. On a cluster the stream is partitioned by cluster name (a
+// subject transform on the server: one cluster's facts meet in one
+// partition), and each analyzer owns some partitions through leases
+// (package cluster). Per owned partition it runs a lane: an ordered
+// consumer of the partition, its own rule engine, and this analyzer's
+// index. Nothing is acknowledged: where a lane starts is this analyzer's
+// own record of what its index holds (partitions.json), and where its
+// engine's live launches began, kept in KV by whoever owned it last.
+//
+// A partition taken over is replayed from the earlier of the two: records
+// before the index's mark are only observed, records before the engine's
+// checkpoint only indexed. Findings go through the findings bucket's
+// compare-and-set, so the replay announces nothing already announced.
+
+// startCluster makes the partitioned stream and joins the cluster; the
+// function it returns owns partitions until ctx is done.
+func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsURL, httpAddr string) (func(context.Context) error, error) {
+	c := s.cfg.Cluster
+	parts := c.Partitions
+	if parts <= 0 {
+		parts = DefaultPartitions
+	}
+	var replicas int
+	st, err := s.waitStream(ctx, natsURL, func(ctx context.Context) (jetstream.Stream, error) {
+		// Asked again at every try: an embedded cluster knows its size
+		// once it has elected its leader, which the stream needs too.
+		replicas = s.replicas()
+		st, err := transport.EnsurePartitionedStream(ctx, s.nc, js, s.cfg.Stream, parts, replicas, s.log)
+		if err == nil {
+			// Created by another member a moment ago, it may not be
+			// placed yet.
+			_, err = st.Info(ctx)
+		}
+		return st, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("stream info: %w", err)
+	}
+	s.streamCreated = info.Created
+	advertise := c.Advertise
+	if advertise == "" && httpAddr != "" {
+		advertise = "http://" + httpAddr
+	}
+	opts := cluster.Options{Member: s.memberName(), HTTP: advertise, Partitions: parts, Replicas: replicas,
+		TTL: c.LeaseTTL, Log: s.log}
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		s.node, err = cluster.Join(cctx, js, opts)
+		if err == nil {
+			err = s.node.Watch(ctx)
+		}
+		cancel()
+		if err == nil {
+			break
+		}
+		s.log.Warn("joining the cluster, retrying", "err", err)
+		if sleepCtx(ctx, time.Second); ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	s.progress = loadProgress(filepath.Join(s.cfg.DataDir, progressName), info.Created, s.log)
+	s.announcer = &claimSink{claims: s.node.Claims, next: s.sinkList(nil), log: s.log}
+	s.useClusterSearch()
+	s.log.Info("cluster member", "member", opts.Member, "partitions", parts, "replicas", replicas, "http", advertise)
+	return func(ctx context.Context) error {
+		s.node.Run(ctx, func(ctx context.Context, l *cluster.Lease) { s.own(ctx, st, l) })
+		return nil
+	}, nil
+}
+
+// replicas is how many copies of the stream and buckets to keep: as set,
+// else as many as the NATS cluster has servers (the embedded one's
+// JetStream cluster, or the servers the client knows of), up to 3.
+func (s *server) replicas() int {
+	if r := s.cfg.Cluster.Replicas; r > 0 {
+		return r
+	}
+	n := 1
+	switch {
+	case s.ns != nil:
+		n = embeddedClusterSize(s.ns)
+	case s.cfg.NATS.URL != "":
+		n = max(len(strings.Split(s.cfg.NATS.URL, ",")), 1+len(s.nc.DiscoveredServers()))
+	}
+	return min(n, 3)
+}
+
+// memberName is this analyzer's name among its peers: --member, else the
+// embedded NATS server's (unique in its cluster), else the host's and a
+// digest of the data dir.
+func (s *server) memberName() string {
+	if m := s.cfg.Cluster.Member; m != "" {
+		return transport.Token(m)
+	}
+	if s.ns != nil {
+		return transport.Token(s.ns.Name())
+	}
+	host, _ := os.Hostname()
+	abs, _ := filepath.Abs(s.cfg.DataDir)
+	sum := sha256.Sum256([]byte(abs))
+	return transport.Token(host) + "-" + hex.EncodeToString(sum[:3])
+}
+
+// own runs partition l.Partition while the lease holds, starting again
+// after a failure (a NATS server lost under the consumer).
+func (s *server) own(ctx context.Context, st jetstream.Stream, l *cluster.Lease) {
+	for ctx.Err() == nil && l.Valid() {
+		err := s.runPartition(ctx, st, l)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("partition stopped; starting it again", "partition", l.Partition, "err", err)
+		sleepCtx(ctx, time.Second)
+	}
+}
+
+// runPartition replays and then follows one partition until ctx is done or
+// the lease is no longer certainly held.
+func (s *server) runPartition(ctx context.Context, st jetstream.Stream, l *cluster.Lease) error {
+	ln, occ, err := s.openLane(ctx, st, l)
+	if err != nil {
+		return err
+	}
+	s.lanes.add(ln)
+	defer s.lanes.remove(ln)
+	oc, err := st.OrderedConsumer(ctx, occ)
+	if err != nil {
+		return fmt.Errorf("partition %d: consumer: %w", l.Partition, err)
+	}
+	it, err := oc.Messages()
+	if err != nil {
+		return fmt.Errorf("partition %d: %w", l.Partition, err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			return fmt.Errorf("partition %d: %w", l.Partition, err)
+		}
+		if !l.Valid() {
+			// Another member may take it from now on: stop before it can.
+			return nil
+		}
+		b := transport.BatchOf(msg)
+		ln.pending.Store(b.Pending)
+		seq := b.Seq
+		s.handle(ln, b, func(context.Context, error) error {
+			ln.indexed.Store(max(ln.indexed.Load(), seq))
+			return nil
+		})
+	}
+}
+
+// openLane prepares partition p's lane: a new engine restored from the
+// partition's checkpoint, and where the replay starts.
+func (s *server) openLane(ctx context.Context, st jetstream.Stream, l *cluster.Lease) (*lane, jetstream.OrderedConsumerConfig, error) {
+	p := l.Partition
+	occ := jetstream.OrderedConsumerConfig{FilterSubjects: []string{transport.PartitionFilter(p)}}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, occ, fmt.Errorf("partition %d: stream info: %w", p, err)
+	}
+	ln := &lane{part: p, lease: l, engine: rule.NewEngine(s.engine.Rules()), seen: newSeenSet(1 << 16)}
+	s.reportSlowRules(ln.engine)
+	first, last := max(info.State.FirstSeq, 1), info.State.LastSeq
+	b, err := s.node.State.Load(ctx, p)
+	if err != nil {
+		return nil, occ, err
+	}
+	var cp rule.Checkpoint
+	if b != nil {
+		cp = s.parseCheckpoint(b, info.Created, "partition "+strconv.Itoa(p))
+	}
+	from := posSeq(cp.From())
+	if len(cp) > 0 && from > last {
+		s.log.Warn("partition checkpoint beyond the stream's end; replaying the whole partition", "partition", p, "from_seq", from, "last_seq", last)
+		cp = nil
+	}
+	if len(cp) > 0 {
+		ln.engine.Restore(cp, s.node.Findings())
+		ln.skip, ln.saved = cp, cp
+	} else {
+		from = first
+	}
+	indexed := s.progress.get(p)
+	ln.indexed.Store(indexed)
+	ln.indexFrom = indexed + 1
+	ln.replayTo = last
+	start := max(min(from, ln.indexFrom), first)
+	if start > 1 {
+		occ.DeliverPolicy, occ.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+	}
+	s.log.Info("partition replay", "partition", p, "epoch", l.Epoch, "from_seq", start, "engine_from", from,
+		"index_from", ln.indexFrom, "last_seq", last, "checkpoint_clusters", len(cp))
+	return ln, occ, nil
+}
+
+// saveLanes records, after an index flush, how far each lane's index got
+// (this analyzer's partitions.json) and its engine's checkpoint (in KV,
+// while the lease holds).
+func (s *server) saveLanes(ctx context.Context) {
+	for _, ln := range s.lanes.all() {
+		s.progress.set(ln.part, ln.indexed.Load())
+		cp := ln.engine.Checkpoint()
+		if (ln.saved != nil && cp.Equal(ln.saved)) || !ln.lease.Valid() {
+			continue
+		}
+		b, _ := json.Marshal(checkpointFile{Stream: s.streamCreated, RecordBits: recordBits, Clusters: cp})
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := s.node.State.Save(cctx, ln.part, b)
+		cancel()
+		if err != nil {
+			s.log.Warn("partition checkpoint not saved; its next owner replays more", "partition", ln.part, "err", err)
+			continue
+		}
+		ln.saved = cp
+	}
+	if err := s.progress.save(); err != nil {
+		s.log.Warn("partition progress not saved; the next start indexes some records again", "err", err)
+	}
+}
+
+// laneSet are the lanes running now.
+type laneSet struct {
+	mu    sync.Mutex
+	lanes map[int]*lane
+}
+
+func (ls *laneSet) add(l *lane) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.lanes == nil {
+		ls.lanes = map[int]*lane{}
+	}
+	ls.lanes[l.part] = l
+}
+
+func (ls *laneSet) remove(l *lane) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.lanes[l.part] == l {
+		delete(ls.lanes, l.part)
+	}
+}
+
+func (ls *laneSet) all() []*lane {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	out := make([]*lane, 0, len(ls.lanes))
+	for _, l := range ls.lanes {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b *lane) int { return a.part - b.part })
+	return out
+}
+
+// engines are the rule engines running: the whole stream's, or each
+// partition's (for /metrics and rule reloads).
+func (s *server) engines() []*rule.Engine {
+	if s.node == nil {
+		return []*rule.Engine{s.engine}
+	}
+	out := []*rule.Engine{s.engine} // the rules to start new lanes with
+	for _, l := range s.lanes.all() {
+		out = append(out, l.engine)
+	}
+	return out
+}
+
+const progressName = "partitions.json"
+
+// progress is, per partition, the last stream sequence this analyzer's
+// index holds every record of the partition up to.
+type progress struct {
+	path string
+	log  interface{ Warn(string, ...any) }
+
+	mu      sync.Mutex
+	file    progressFile
+	written progressFile
+}
+
+type progressFile struct {
+	Stream  time.Time         `json:"stream_created"`
+	Indexed map[string]uint64 `json:"indexed"`
+}
+
+func loadProgress(path string, created time.Time, log interface{ Warn(string, ...any) }) *progress {
+	p := &progress{path: path, log: log, file: progressFile{Stream: created, Indexed: map[string]uint64{}}}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return p
+	}
+	var f progressFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		log.Warn("partition progress unreadable; partitions taken are indexed from their start", "path", path, "err", err)
+		return p
+	}
+	if !f.Stream.Equal(created) || f.Indexed == nil {
+		return p // of another stream
+	}
+	p.file.Indexed = f.Indexed
+	return p
+}
+
+func (p *progress) get(part int) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.file.Indexed[strconv.Itoa(part)]
+}
+
+func (p *progress) set(part int, seq uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := strconv.Itoa(part)
+	p.file.Indexed[k] = max(p.file.Indexed[k], seq)
+}
+
+// save writes the file if it changed since the last write.
+func (p *progress) save() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.written.Indexed != nil && maps.Equal(p.written.Indexed, p.file.Indexed) {
+		return nil
+	}
+	b, _ := json.Marshal(p.file)
+	if err := atomicfile.WriteFile(p.path, b, 0o644); err != nil {
+		return err
+	}
+	p.written = progressFile{Stream: p.file.Stream, Indexed: maps.Clone(p.file.Indexed)}
+	return nil
+}
+
+// claimSink passes on only the findings this member wins the claim of:
+// each version of a finding reaches the sinks of exactly one member.
+type claimSink struct {
+	claims *cluster.Claims
+	next   sink.Sink
+	log    interface{ Warn(string, ...any) }
+}
+
+func (c *claimSink) Announce(ctx context.Context, fs []rule.Finding) error {
+	won := fs[:0:0]
+	var errs []error
+	for _, f := range fs {
+		f, ok, err := c.claim(ctx, f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok {
+			won = append(won, f)
+		}
+	}
+	if len(won) > 0 {
+		errs = append(errs, c.next.Announce(ctx, won))
+	}
+	return errors.Join(errs...)
+}
+
+// claim tries a few times: while a NATS server of the cluster is lost, the
+// bucket answers again once its stream has a new leader (seconds).
+func (c *claimSink) claim(ctx context.Context, f rule.Finding) (rule.Finding, bool, error) {
+	var err error
+	for try := range 4 {
+		if try > 0 {
+			c.log.Warn("finding claim failed, retrying", "id", f.ID, "err", err)
+			sleepCtx(ctx, time.Duration(try)*time.Second)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var won bool
+		var g rule.Finding
+		g, won, err = c.claims.Claim(cctx, f)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return g, won, err
+		}
+	}
+	return f, false, err
+}
+
+func (c *claimSink) Close() error { return c.next.Close() }
+
+// partitionCollector is the cluster's side of /metrics: the partitions
+// owned here, each one's lease epoch and lag, and how often leases moved.
+// Nothing is exposed on one machine.
+type partitionCollector struct {
+	s                        *server
+	owned, epoch, lag, moves *prometheus.Desc
+}
+
+func newPartitionCollector(s *server) *partitionCollector {
+	return &partitionCollector{s: s,
+		owned: prometheus.NewDesc("faultline_partitions_owned",
+			"Partitions of the log stream this analyzer owns (holds a valid lease on).", nil, nil),
+		epoch: prometheus.NewDesc("faultline_partition_lease_epoch",
+			"Epoch of this analyzer's lease on a partition (the KV revision that created it; it grows with every new owner).", []string{"partition"}, nil),
+		lag: prometheus.NewDesc("faultline_partition_lag_messages",
+			"Messages of a partition owned here not yet read (as of the last one read).", []string{"partition"}, nil),
+		moves: prometheus.NewDesc("faultline_partition_moves_total",
+			"Leases this analyzer took, gave up or lost.", nil, nil),
+	}
+}
+
+func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.owned
+	ch <- c.epoch
+	ch <- c.lag
+	ch <- c.moves
+}
+
+func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.s.node
+	if n == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.owned, prometheus.GaugeValue, float64(len(n.Owned())))
+	ch <- prometheus.MustNewConstMetric(c.moves, prometheus.CounterValue, float64(n.Moves()))
+	for p, e := range n.Epochs() {
+		ch <- prometheus.MustNewConstMetric(c.epoch, prometheus.GaugeValue, float64(e), strconv.Itoa(p))
+	}
+	for _, l := range c.s.lanes.all() {
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(l.pending.Load()), strconv.Itoa(l.part))
+	}
+}

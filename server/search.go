@@ -1,0 +1,74 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/index/fanout"
+	"github.com/faultline/faultline/rule"
+)
+
+// searchSwitch is what the HTTP API searches: this analyzer's index, until
+// it joins a cluster and the search fans out across the members (the HTTP
+// server is up before that is known).
+type searchSwitch struct {
+	local index.Searcher
+	cur   atomic.Pointer[index.Searcher]
+}
+
+func (s *searchSwitch) get() index.Searcher {
+	if p := s.cur.Load(); p != nil {
+		return *p
+	}
+	return s.local
+}
+
+func (s *searchSwitch) set(x index.Searcher) { s.cur.Store(&x) }
+
+func (s *searchSwitch) Search(ctx context.Context, q index.Query) (index.Result, error) {
+	return s.get().Search(ctx, q)
+}
+
+func (s *searchSwitch) Context(ctx context.Context, id string, n int) (index.Context, error) {
+	return s.get().Context(ctx, id, n)
+}
+
+func (s *searchSwitch) Bounds(ctx context.Context) (lo, hi time.Time, err error) {
+	return s.get().Bounds(ctx)
+}
+
+func (s *searchSwitch) Findings() []rule.Finding  { return s.get().Findings() }
+func (s *searchSwitch) DocCount() (uint64, error) { return s.get().DocCount() }
+func (s *searchSwitch) Stats() index.Stats        { return s.get().Stats() }
+
+var _ index.Searcher = (*searchSwitch)(nil)
+
+// useClusterSearch makes the API search every live member: this one's own
+// partitions here, each peer's over its HTTP API (local=1, the same token).
+// A peer answers for the partitions it holds a lease on, so the members'
+// parts are disjoint.
+func (s *server) useClusterSearch() {
+	local := fanout.Restrict(s.idx, s.node.Owned)
+	s.searchLocal.set(local)
+	client := &http.Client{Timeout: 30 * time.Second}
+	var remotes sync.Map // base URL -> index.Searcher
+	peers := func() []fanout.Peer {
+		var out []fanout.Peer
+		for _, m := range s.node.Members() {
+			if m.ID == s.node.ID() || m.HTTP == "" {
+				continue
+			}
+			r, ok := remotes.Load(m.HTTP)
+			if !ok {
+				r, _ = remotes.LoadOrStore(m.HTTP, fanout.Remote(m.HTTP, s.cfg.HTTPToken, client))
+			}
+			out = append(out, fanout.Peer{Name: m.ID, Searcher: r.(index.Searcher)})
+		}
+		return out
+	}
+	s.search.set(fanout.New(local, peers, fanout.Options{LocalName: s.node.ID(), Logger: s.log}))
+}
