@@ -1,15 +1,27 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml"
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/faultline/faultline/internal/testutil"
+	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/transport"
 )
 
 // composeService is the part of a service of `compose config` the cluster
@@ -177,4 +189,254 @@ func TestNATSClusterConf(t *testing.T) {
 	if _, err := natsserver.ProcessConfigFile("../docs/nats-cluster.conf"); err == nil || !strings.Contains(err.Error(), "FAULTLINE_NATS_ROUTE_3") {
 		t.Errorf("config without FAULTLINE_NATS_ROUTE_3: %v, want an error naming it", err)
 	}
+}
+
+// dockerEngine skips the test where no Docker engine answers.
+func dockerEngine(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("skipped: no docker command on this machine (the test runs NATS servers and analyzers in containers)")
+	}
+	if out, err := exec.Command("docker", "info").CombinedOutput(); err != nil {
+		t.Skipf("skipped: no Docker engine answers here (docker info: %v: %.300s)", err, out)
+	}
+}
+
+// clusterImages builds the images of docker-compose.cluster.yml as its
+// header says (static binaries into FROM scratch, nothing pulled), from a
+// temporary context so that the repository's bin/ is not touched; they are
+// removed when the test ends.
+func clusterImages(t *testing.T, tag string) (analyzer, nats string) {
+	t.Helper()
+	ctx := t.TempDir()
+	runCmd(t, "..", []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", filepath.Join(ctx, "bin")+"/",
+		"./cmd/analyzer", "./cmd/shipper", "github.com/nats-io/nats-server/v2")
+	analyzer, nats = "faultline:clustertest-"+tag, "faultline-nats:clustertest-"+tag
+	for image, dockerfile := range map[string]string{analyzer: "Dockerfile", nats: "Dockerfile.nats"} {
+		df, err := os.ReadFile(filepath.Join("..", dockerfile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(ctx, dockerfile), string(df))
+		runCmd(t, "", nil, "docker", "build", "-q", "-f", filepath.Join(ctx, dockerfile), "-t", image, ctx)
+		t.Cleanup(func() { exec.Command("docker", "rmi", "-f", image).Run() })
+	}
+	return analyzer, nats
+}
+
+// dockerRun starts a container (args follow `docker create --name name`;
+// env passes secrets by name, off the command line) on the networks given
+// as name and alias, the first one's ports published; it is removed when the
+// test ends, its log shown if the test failed.
+func dockerRun(t *testing.T, env []string, name string, networks [][2]string, args ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if t.Failed() {
+			// The end of the container's stderr: the operational log (an
+			// analyzer's stdout is finding blocks, which --tail counts too).
+			var log bytes.Buffer
+			cmd := exec.Command("docker", "logs", name)
+			cmd.Stderr = &log
+			cmd.Run()
+			lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+			lines = lines[max(len(lines)-60, 0):]
+			state, _ := exec.Command("docker", "inspect", "-f", "{{.State.Status}} exit {{.State.ExitCode}}", name).Output()
+			t.Logf("%s (%s), its log:\n%s", name, bytes.TrimSpace(state), strings.Join(lines, "\n"))
+		}
+		exec.Command("docker", "rm", "-f", "-v", name).Run()
+	})
+	create := []string{"create", "--name", name, "--network", networks[0][0], "--network-alias", networks[0][1]}
+	runCmd(t, "", env, "docker", append(create, args...)...)
+	for _, n := range networks[1:] {
+		runCmd(t, "", nil, "docker", "network", "connect", "--alias", n[1], n[0], name)
+	}
+	runCmd(t, "", nil, "docker", "start", name)
+}
+
+// dockerPort is the host address (127.0.0.1:port) a container's port is
+// published on.
+func dockerPort(t *testing.T, name, port string) string {
+	t.Helper()
+	out := strings.TrimSpace(runCmd(t, "", nil, "docker", "port", name, port+"/tcp"))
+	addr, _, _ := strings.Cut(out, "\n")
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Fatalf("%s: port %s published on %q, want 127.0.0.1", name, port, out)
+	}
+	return addr
+}
+
+// ownedParts is the partitions an analyzer holds leases on, from the
+// faultline_partition_lease_epoch gauges of its /metrics.
+func ownedParts(httpAddr string) (map[int]bool, error) {
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(l, `faultline_partition_lease_epoch{partition="`)
+		if !ok {
+			continue
+		}
+		num, _, _ := strings.Cut(rest, `"`)
+		p, err := strconv.Atoi(num)
+		if err != nil {
+			return nil, fmt.Errorf("metrics line %q: %w", l, err)
+		}
+		out[p] = true
+	}
+	return out, nil
+}
+
+// TestClusterDocker is scale-out across a network partition, in
+// containers: three NATS servers (the real nats-server, Dockerfile.nats,
+// docs/nats-cluster.conf) and two analyzers on a private Docker network,
+// configured as docker-compose.cluster.yml configures them. Records of
+// clusters in either analyzer's partitions are published through a NATS
+// port published on 127.0.0.1; then one analyzer is cut off the network
+// (`docker network disconnect`): the other takes all partitions, more
+// records come, and the first is connected back. Every record is then
+// found exactly once by a search on either analyzer, paged by cursor, and
+// every version of every finding was announced once. Skips only where no
+// Docker engine answers.
+func TestClusterDocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds images and runs a NATS cluster and two analyzers in containers")
+	}
+	dockerEngine(t)
+	begin := time.Now()
+	id := strconv.Itoa(os.Getpid())
+	analyzerImage, natsImage := clusterImages(t, id)
+	t.Logf("images built in %v", time.Since(begin).Round(time.Millisecond))
+
+	// The cluster's network, and one the test reaches the analyzers' HTTP
+	// through: cut off the first, an analyzer still answers the test. (A
+	// port published on a network a container leaves comes back on another
+	// host port when it rejoins.) Docker publishes ports on the network
+	// whose name sorts first, hence "access" before "net". Registered
+	// before the containers: cleanups run last-in first-out, and a network
+	// goes only once its containers are gone.
+	network, access := "faultline-clustertest-"+id+"-net", "faultline-clustertest-"+id+"-access"
+	for _, n := range []string{network, access} {
+		runCmd(t, "", nil, "docker", "network", "create", n)
+		t.Cleanup(func() { exec.Command("docker", "network", "rm", n).Run() })
+	}
+
+	token := "cluster-test-" + id
+	env := []string{"FAULTLINE_TOKEN=" + token}
+	for i := 1; i <= 3; i++ {
+		env = append(env, fmt.Sprintf("FAULTLINE_NATS_ROUTE_%d=nats://faultline:%s@nats%d:6222", i, token, i))
+	}
+	conf, err := filepath.Abs("../docs/nats-cluster.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := func(service string) string { return "flcluster" + id + "-" + service }
+	var natsURLs []string
+	for i := 1; i <= 3; i++ {
+		n := "nats" + strconv.Itoa(i)
+		dockerRun(t, env, name(n), [][2]string{{network, n}},
+			"-e", "FAULTLINE_TOKEN", "-e", "FAULTLINE_NATS_ROUTE_1", "-e", "FAULTLINE_NATS_ROUTE_2", "-e", "FAULTLINE_NATS_ROUTE_3",
+			"-v", conf+":/etc/nats/nats-server.conf:ro", "-p", "127.0.0.1::4222",
+			natsImage, "-c", "/etc/nats/nats-server.conf", "--name", n)
+		natsURLs = append(natsURLs, "nats://"+token+"@"+dockerPort(t, name(n), "4222"))
+	}
+	const parts = 12
+	var https []string
+	for i := 1; i <= 2; i++ {
+		a := "analyzer" + strconv.Itoa(i)
+		dockerRun(t, env, name(a), [][2]string{{access, a}, {network, a}}, "-e", "FAULTLINE_TOKEN", "-p", "127.0.0.1::8080",
+			analyzerImage, "serve", "--data-dir", "/data", "--nats", "nats://nats1:4222,nats://nats2:4222,nats://nats3:4222",
+			"--partitions", strconv.Itoa(parts), "--http", "0.0.0.0:8080", "--advertise", "http://"+a+":8080", "--member", a)
+		https = append(https, dockerPort(t, name(a), "8080"))
+	}
+	owned := make([]map[int]bool, 2)
+	ownedBy := func(members ...int) error {
+		n := 0
+		for _, i := range members {
+			var err error
+			if owned[i], err = ownedParts(https[i]); err != nil {
+				return fmt.Errorf("analyzer%d: %w", i+1, err)
+			}
+			if len(owned[i]) == 0 {
+				return fmt.Errorf("analyzer%d owns no partition", i+1)
+			}
+			n += len(owned[i])
+		}
+		if n != parts {
+			return fmt.Errorf("%d of %d partitions owned by analyzers %v", n, parts, members)
+		}
+		return nil
+	}
+	testutil.CheckFor(t, 90*time.Second, 250*time.Millisecond, func() error { return ownedBy(0, 1) })
+	t.Logf("cluster up, partitions shared %d/%d, %v after the test began", len(owned[0]), len(owned[1]), time.Since(begin).Round(time.Millisecond))
+
+	// Two clusters in each analyzer's partitions: the cut-off one's must
+	// move, the other's must stay where they are.
+	var clusters []string
+	for i, on := 1, [2]int{}; (on[0] < 2 || on[1] < 2) && i < 1000; i++ {
+		c := "c" + strconv.Itoa(i)
+		for a := range 2 {
+			if owned[a][transport.PartitionOf(c, parts)] && on[a] < 2 {
+				on[a]++
+				clusters = append(clusters, c)
+			}
+		}
+	}
+	fl := logFindings(t, strings.Join(natsURLs, ","))
+	nc := connectRetrying(t, strings.Join(natsURLs, ","))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := clusterInput(t, clusters, 3000)
+	half := len(recs) / 2
+	publishRecords(t, js, recs[:half], 100)
+	wantSearchable(t, https[0], recs[:half], 60*time.Second)
+
+	runCmd(t, "", nil, "docker", "network", "disconnect", network, name("analyzer2"))
+	cut := time.Now()
+	testutil.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error { return ownedBy(0) })
+	t.Logf("analyzer2 cut off: analyzer1 owns all partitions after %v", time.Since(cut).Round(time.Millisecond))
+	// The cut-off analyzer knows its leases ran out: two owners of one
+	// partition would index and announce twice.
+	testutil.CheckFor(t, 10*time.Second, 100*time.Millisecond, func() error {
+		parts, err := ownedParts(https[1])
+		if err == nil && len(parts) > 0 {
+			err = fmt.Errorf("analyzer2, cut off, says it owns partitions %v", slices.Sorted(maps.Keys(parts)))
+		}
+		return err
+	})
+	publishRecords(t, js, recs[half:], 100)
+
+	runCmd(t, "", nil, "docker", "network", "connect", "--alias", "analyzer2", network, name("analyzer2"))
+	back := time.Now()
+	testutil.CheckFor(t, 60*time.Second, 250*time.Millisecond, func() error { return ownedBy(0, 1) })
+	t.Logf("analyzer2 back: partitions shared %d/%d after %v", len(owned[0]), len(owned[1]), time.Since(back).Round(time.Millisecond))
+
+	for _, h := range https {
+		wantSearchable(t, h, recs, 60*time.Second)
+	}
+	want := verdicts(diagnose(t))
+	testutil.CheckFor(t, 30*time.Second, 250*time.Millisecond, func() error {
+		byCluster := map[string][]rule.Finding{}
+		for _, f := range getFindings(t, https[1]) {
+			byCluster[f.Cluster] = append(byCluster[f.Cluster], f)
+		}
+		for _, c := range clusters {
+			if got := verdicts(byCluster[c]); !slices.Equal(got, want) {
+				return fmt.Errorf("cluster %s findings:\n%s\nwant:\n%s", c, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		}
+		return nil
+	})
+	if announced := fl.check(t); len(announced) != len(clusters)*len(want) {
+		t.Errorf("%d findings announced, want %d", len(announced), len(clusters)*len(want))
+	}
+	t.Logf("%d records of %d clusters, test took %v", len(recs), len(clusters), time.Since(begin).Round(time.Millisecond))
 }
