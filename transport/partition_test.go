@@ -265,8 +265,13 @@ func TestPartitionedStreamCluster(t *testing.T) {
 	c.Stop(leader)
 	const total = 50
 	for i := 1; i < total; i++ {
+		// A publish during the election may never be acknowledged: each
+		// attempt has its own deadline, and the message ID makes a retry
+		// of a stored one a duplicate.
 		testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-			_, err := js.Publish(ctx, "faultline.logs.c1.n1", []byte(strconv.Itoa(i)),
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			_, err := js.Publish(pctx, "faultline.logs.c1.n1", []byte(strconv.Itoa(i)),
 				jetstream.WithMsgID("m"+strconv.Itoa(i)))
 			return err
 		})
