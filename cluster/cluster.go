@@ -24,10 +24,11 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/faultline/faultline/transport"
 )
 
 // Bucket names.
@@ -50,10 +51,9 @@ func buckets(ctx context.Context, js jetstream.JetStream, replicas int, ttl time
 		cfg.Replicas = max(replicas, 1)
 		cfg.Storage = jetstream.FileStorage
 		var kv jetstream.KeyValue
-		kv, err = bucket(ctx, js, cfg)
-		if err != nil {
-			err = fmt.Errorf("kv bucket %s: %w", cfg.Bucket, err)
-		}
+		// Members start together: transport's create, not
+		// CreateOrUpdate, which JetStream can leave unanswered then.
+		kv, err = transport.EnsureKeyValue(ctx, js, cfg)
 		return kv
 	}
 	members = mk(jetstream.KeyValueConfig{Bucket: MembersBucket, TTL: ttl, Description: "Faultline analyzers, by heartbeat"})
@@ -61,40 +61,6 @@ func buckets(ctx context.Context, js jetstream.JetStream, replicas int, ttl time
 	findings = mk(jetstream.KeyValueConfig{Bucket: FindingsBucket, History: 1, Description: "Faultline findings, by id, as last announced"})
 	state = mk(jetstream.KeyValueConfig{Bucket: StateBucket, History: 1, Description: "Faultline per-partition replay checkpoints"})
 	return
-}
-
-// bucket finds the bucket or creates it. Members start together: on a
-// replicated cluster, concurrent create requests for one bucket can go
-// unanswered while the first is placed, so each try is short and is
-// followed by a lookup. A bucket whose TTL differs (--lease-ttl changed)
-// is updated.
-func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	try := func(f func(context.Context) (jetstream.KeyValue, error)) (jetstream.KeyValue, error) {
-		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		return f(tctx)
-	}
-	for {
-		kv, err := try(func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, cfg.Bucket) })
-		if err == nil {
-			st, serr := kv.Status(ctx)
-			if serr == nil && st.TTL() != cfg.TTL {
-				return js.UpdateKeyValue(ctx, cfg)
-			}
-			return kv, nil
-		}
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = try(func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateKeyValue(ctx, cfg) })
-			if err == nil {
-				return kv, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // isConflict reports a lost compare-and-set.

@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -46,7 +48,7 @@ func TestClusterKillAndFreeze(t *testing.T) {
 		h := freePort(t)
 		https = append(https, h)
 		procs = append(procs, startAnalyzer(t, bin, "--nats", c.URLs(), "--partitions", strconv.Itoa(parts),
-			"--member", "a"+strconv.Itoa(i), "--http", h, "--data-dir", t.TempDir(), "--log-level", "warn"))
+			"--member", "a"+strconv.Itoa(i), "--http", h, "--data-dir", t.TempDir(), "--log-level", "info"))
 	}
 	owned := func(members ...int) error {
 		n := 0
@@ -58,7 +60,20 @@ func TestClusterKillAndFreeze(t *testing.T) {
 			n += k
 		}
 		if n != parts {
-			return fmt.Errorf("%d of %d partitions owned by analyzers %v", n, parts, members)
+			var dbg []string
+			for _, i := range members {
+				resp, err := http.Get("http://" + https[i] + "/metrics")
+				if err == nil {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					for _, l := range strings.Split(string(b), "\n") {
+						if strings.HasPrefix(l, "faultline_partition") {
+							dbg = append(dbg, l)
+						}
+					}
+				}
+			}
+			return fmt.Errorf("%d of %d partitions owned by analyzers %v: %v", n, parts, members, dbg)
 		}
 		return nil
 	}
@@ -82,6 +97,7 @@ func TestClusterKillAndFreeze(t *testing.T) {
 
 	procs[1].cmd.Process.Signal(syscall.SIGSTOP)
 	frozen := time.Now()
+	t.Logf("SIGSTOP at %s", frozen.UTC().Format("15:04:05.000"))
 	testutil.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error { return owned(2) })
 	t.Logf("SIGSTOP: partitions owned again in %v", time.Since(frozen).Round(time.Millisecond))
 	publishRecords(t, js, recs[2*third:], 500)

@@ -179,15 +179,25 @@ func startMember(t *testing.T, c *natstest.Cluster, name string, parts int) *run
 
 func ownedOf(t *testing.T, httpAddr string) int {
 	t.Helper()
+	start := time.Now()
 	resp, err := http.Get("http://" + httpAddr + "/metrics")
 	if err != nil {
 		return -1
 	}
+	defer func() {
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Logf("GET /metrics of %s took %v", httpAddr, d)
+		}
+	}()
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "faultline_partitions_owned "); ok {
-			n, _ := strconv.Atoi(v)
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Logf("faultline_partitions_owned %q: %v", v, err)
+				return -1
+			}
 			return n
 		}
 	}

@@ -110,7 +110,9 @@ func (s *server) replicas() int {
 	n := 1
 	switch {
 	case s.ns != nil:
-		n = embeddedClusterSize(s.ns)
+		// --nats-routes lists every server, this one's included; the
+		// JetStream cluster's own count can be one short for a moment.
+		n = max(embeddedClusterSize(s.ns), len(s.cfg.Cluster.Routes))
 	case s.cfg.NATS.URL != "":
 		n = max(len(strings.Split(s.cfg.NATS.URL, ",")), 1+len(s.nc.DiscoveredServers()))
 	}

@@ -80,32 +80,15 @@ func (w *webhook) open(ctx context.Context, js jetstream.JetStream) error {
 	if w.url == "" {
 		return nil
 	}
-	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        outboxStream,
-		Description: "Faultline findings waiting for delivery to the webhook",
-		Subjects:    []string{outboxSubject},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.WorkQueuePolicy,
-		MaxAge:      7 * 24 * time.Hour,
-		Duplicates:  time.Hour,
+	// Bounded tries: analyzers of a cluster start together, and JetStream
+	// can leave concurrent creates of one stream or consumer unanswered.
+	var cons jetstream.Consumer
+	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
+		cons, err = w.create(ctx, js)
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("outbox stream %s: %w", outboxStream, err)
-	}
-	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:     outboxConsumer,
-		Description: "Faultline webhook delivery",
-		AckPolicy:   jetstream.AckExplicitPolicy,
-		// A message is marked in progress before each post, so AckWait
-		// only has to outlast one post (10 s timeout); short, because it
-		// is also how long a message delivered to a serve that was then
-		// killed waits before the restarted one gets it.
-		AckWait:       15 * time.Second,
-		MaxDeliver:    -1, // until delivered (MaxAge bounds it)
-		FilterSubject: outboxSubject,
-	})
-	if err != nil {
-		return fmt.Errorf("outbox consumer: %w", err)
+		return err
 	}
 	w.mu.Lock() // /metrics reads cons meanwhile
 	w.js, w.cons = js, cons
@@ -235,6 +218,51 @@ func (w *webhook) setFailing(err error) {
 	case err != nil && err.Error() != w.failing:
 		w.log.Warn("webhook failed; findings stay in the outbox and are retried with backoff, across restarts", "err", err)
 		w.failing = err.Error()
+	}
+}
+
+// create makes the outbox stream and its consumer (or finds them).
+func (w *webhook) create(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
+	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        outboxStream,
+		Description: "Faultline findings waiting for delivery to the webhook",
+		Subjects:    []string{outboxSubject},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.WorkQueuePolicy,
+		MaxAge:      7 * 24 * time.Hour,
+		Duplicates:  time.Hour,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox stream %s: %w", outboxStream, err)
+	}
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:     outboxConsumer,
+		Description: "Faultline webhook delivery",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		// A message is marked in progress before each post, so AckWait
+		// only has to outlast one post (10 s timeout); short, because it
+		// is also how long a message delivered to a serve that was then
+		// killed waits before the restarted one gets it.
+		AckWait:       15 * time.Second,
+		MaxDeliver:    -1, // until delivered (MaxAge bounds it)
+		FilterSubject: outboxSubject,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox consumer: %w", err)
+	}
+	return cons, nil
+}
+
+// untilAnswered runs f with a 2 s deadline until it succeeds, fails for
+// another reason than the deadline, or ctx ends.
+func untilAnswered(ctx context.Context, f func(context.Context) error) error {
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := f(tctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
 	}
 }
 

@@ -150,7 +150,9 @@ func (s *server) registerMetrics() error {
 		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
 	}, []string{"route"})
 	s.sse = prometheus.NewGauge(prometheus.GaugeOpts{Name: "faultline_sse_clients", Help: "Connected live-stream clients."})
-	x := s.cfg.Index
+	// This process's index: a fan-out (Index on a cluster) would ask every
+	// peer at each scrape, and wait on one that hangs.
+	x := s.cfg.Local
 	cs := []prometheus.Collector{s.reqs, s.latency, s.sse,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_index_events_added_total",
 			Help: "Events queued for indexing."}, func() float64 { return float64(x.Stats().Added) }),
