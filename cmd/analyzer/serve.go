@@ -150,6 +150,7 @@ func registerClusterFlags(fs *pflag.FlagSet, cfg *server.Config) *clusterFlags {
 	fs.IntVar(&c.Partitions, "partitions", 0, fmt.Sprintf("partition the log stream in `N` (1-1024; default %d once clustered); with --nats, share the partitions among the analyzers on that NATS", server.DefaultPartitions))
 	fs.IntVar(&c.Replicas, "stream-replicas", 0, "keep `N` copies (1-5) of the log stream and the cluster's state (0: one per NATS server, up to 3)")
 	fs.StringVar(&c.Member, "member", "", "this analyzer's `NAME` among its peers (default: its embedded NATS server's name, else the host's)")
+	fs.DurationVar(&c.LeaseTTL, "lease-ttl", 0, "a partition whose owner stopped renewing its lease (dead, frozen or cut off) is taken over after `DURATION` (default 5s; 1s-1m; every analyzer of a cluster gives the same)")
 	fs.StringVar(&c.Advertise, "advertise", "", "base `URL` other analyzers reach this one's HTTP API at, to search its partitions (default: http:// and --http)")
 	fs.DurationVar(&cfg.Stream.MaxAge, "retention-age", 0, "keep log records in the stream for `DURATION` (e.g. 72h; applied to an existing stream too; default: 7 days for a new stream, an existing one's as it is)")
 	fs.Var(&f.retentionBytes, "retention-bytes", "keep at most this much of the log stream, the oldest records going first (1GiB, 512MiB; applied to an existing stream too; default: no limit for a new stream, an existing one's as it is)")
@@ -185,11 +186,14 @@ func (f *clusterFlags) apply(fs *pflag.FlagSet, cfg *server.Config) error {
 		return fmt.Errorf("--stream-replicas %d: want 1 to 5, or 0 for one per NATS server up to 3", c.Replicas)
 	}
 	if !c.Enabled() {
-		for _, name := range []string{"stream-replicas", "member", "advertise"} {
+		for _, name := range []string{"stream-replicas", "member", "advertise", "lease-ttl"} {
 			if fs.Changed(name) {
 				return fmt.Errorf("--%s is for analyzers that share the stream: give --nats-cluster (or --partitions with --nats)", name)
 			}
 		}
+	}
+	if fs.Changed("lease-ttl") && (c.LeaseTTL < time.Second || c.LeaseTTL > time.Minute) {
+		return fmt.Errorf("--lease-ttl %v: want 1s to 1m", c.LeaseTTL)
 	}
 	if c.Advertise != "" {
 		u, err := url.Parse(c.Advertise)

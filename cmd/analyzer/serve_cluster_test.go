@@ -74,6 +74,8 @@ func TestServeClusterFlagErrors(t *testing.T) {
 		{[]string{"--member", "a"}, "--member is for analyzers that share the stream"},
 		{[]string{"--stream-replicas", "3"}, "--stream-replicas is for analyzers that share the stream"},
 		{append([]string{"--nats-cluster", "fl", "--advertise", "10.0.0.1:8080"}, routes...), "--advertise"},
+		{[]string{"--lease-ttl", "3s"}, "--lease-ttl is for analyzers that share the stream"},
+		{append([]string{"--nats-cluster", "fl", "--lease-ttl", "100ms"}, routes...), "--lease-ttl 100ms: want 1s to 1m"},
 		{[]string{"--retention-age", "-1h"}, "--retention-age"},
 		{[]string{"--retention-bytes", "lots"}, "want a size"},
 	} {
