@@ -356,15 +356,17 @@ func TestClusterDocker(t *testing.T) {
 		https = append(https, dockerPort(t, name(a), "8080"))
 	}
 	owned := make([]map[int]bool, 2)
+	// ownedBy: members own every partition between them, evenly (the
+	// leases settle on that: a first member takes all, then gives some up).
 	ownedBy := func(members ...int) error {
-		n := 0
+		n, most := 0, (parts+len(members)-1)/len(members)
 		for _, i := range members {
 			var err error
 			if owned[i], err = ownedParts(https[i]); err != nil {
 				return fmt.Errorf("analyzer%d: %w", i+1, err)
 			}
-			if len(owned[i]) == 0 {
-				return fmt.Errorf("analyzer%d owns no partition", i+1)
+			if len(owned[i]) == 0 || len(owned[i]) > most {
+				return fmt.Errorf("analyzer%d owns %d partitions", i+1, len(owned[i]))
 			}
 			n += len(owned[i])
 		}
@@ -378,16 +380,16 @@ func TestClusterDocker(t *testing.T) {
 
 	// Two clusters in each analyzer's partitions: the cut-off one's must
 	// move, the other's must stay where they are.
-	var clusters []string
-	for i, on := 1, [2]int{}; (on[0] < 2 || on[1] < 2) && i < 1000; i++ {
+	var on [2][]string
+	for i := 1; (len(on[0]) < 2 || len(on[1]) < 2) && i < 1000; i++ {
 		c := "c" + strconv.Itoa(i)
 		for a := range 2 {
-			if owned[a][transport.PartitionOf(c, parts)] && on[a] < 2 {
-				on[a]++
-				clusters = append(clusters, c)
+			if owned[a][transport.PartitionOf(c, parts)] && len(on[a]) < 2 {
+				on[a] = append(on[a], c)
 			}
 		}
 	}
+	clusters := append(on[0], on[1]...)
 	fl := logFindings(t, strings.Join(natsURLs, ","))
 	nc := connectRetrying(t, strings.Join(natsURLs, ","))
 	js, err := jetstream.New(nc)
@@ -398,6 +400,14 @@ func TestClusterDocker(t *testing.T) {
 	half := len(recs) / 2
 	publishRecords(t, js, recs[:half], 100)
 	wantSearchable(t, https[0], recs[:half], 60*time.Second)
+	if err := ownedBy(0, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range on[1] {
+		if p := transport.PartitionOf(c, parts); !owned[1][p] {
+			t.Fatalf("partition %d of cluster %s moved off analyzer2 before the cut", p, c)
+		}
+	}
 
 	runCmd(t, "", nil, "docker", "network", "disconnect", network, name("analyzer2"))
 	cut := time.Now()
