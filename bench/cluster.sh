@@ -25,7 +25,9 @@
 # ANALYZERS: the rows [1 2 3]; CPUS: taskset CPU list of the analyzers and
 # servers [1] (a shared machine: on one CPU, events/s cannot grow with the
 # analyzers, CPU-s per million events shows what sharing costs);
-# TIMEOUT: seconds per row [1800].
+# TIMEOUT: seconds per row [1800]; STALL: seconds without a new event found
+# after which a row is given up, saying which partitions are held but not
+# read [120].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE=${SIZE:-2M}
@@ -34,6 +36,7 @@ PARTITIONS=${PARTITIONS:-12}
 ANALYZERS=${ANALYZERS:-1 2 3}
 CPUS=${CPUS:-1}
 TIMEOUT=${TIMEOUT:-1800}
+STALL=${STALL:-120}
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -103,6 +106,22 @@ except Exception:
 print(found, docs, own, lag, ilag)
 PY
 }
+# unread HTTPPORT...: per analyzer, the partitions it holds a lease on but
+# reads nothing of (a lease without a lag gauge: no reader runs).
+unread() {
+  python3 - "$@" <<'PY'
+import re, sys, urllib.request
+for h in sys.argv[1:]:
+    try:
+        m = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % h, timeout=5).read().decode()
+    except Exception as e:
+        print("analyzer on :%s: %s" % (h, e))
+        continue
+    held = set(re.findall(r'^faultline_partition_lease_epoch\{partition="(\d+)"\}', m, re.M))
+    read = set(re.findall(r'^faultline_partition_lag_messages\{partition="(\d+)"\}', m, re.M))
+    print("analyzer on :%s: partitions held %s, held but not read %s" % (h, sorted(held, key=int), sorted(held - read, key=int)))
+PY
+}
 # start_analyzers N DIR: N analyzers sharing the partitions, members aN.
 an_pids=() an_http=()
 start_analyzers() {
@@ -167,14 +186,22 @@ for n in $ANALYZERS; do
   # Done: all partitions owned, nothing left to read in any of them or to
   # flush to an index, and the indexes' total is the first row's (which
   # has to hold still for 3 s).
-  done_at="" last=-1 since=""
+  done_at="" last=-1 since="" moved=$start note=""
   while :; do
     now=$(date +%s.%N)
     if awk -v n="$now" -v s="$start" -v t="$TIMEOUT" 'BEGIN { exit !(n - s > t) }'; then
       echo "row $n: timed out after ${TIMEOUT}s" >&2
+      note=" (timed out)"
       break
     fi
     read -r total docs owned lag ilag < <(progress "${an_http[@]}")
+    [ "$total" -ne "$last" ] && moved=$now
+    if awk -v n="$now" -v s="$moved" -v t="$STALL" 'BEGIN { exit !(n - s > t) }'; then
+      echo "row $n: stalled, no new event found for ${STALL}s: $total found, $owned partitions owned, lag $lag, unflushed $ilag" >&2
+      unread "${an_http[@]}" >&2
+      note=" (stalled)"
+      break
+    fi
     if [ "$total" -gt 0 ] && [ "$owned" -eq "$PARTITIONS" ] && [ "$lag" -eq 0 ] && [ "$ilag" -eq 0 ]; then
       [ "$total" = "$want" ] && { done_at=$now; break; }
       if [ "$total" -ne "$last" ]; then
@@ -194,6 +221,7 @@ for n in $ANALYZERS; do
   ncpu=$(awk -v a="$(cpu "${nats_pids[@]}")" -v b="$nats_cpu0" 'BEGIN { printf "%.1f", a - b }')
   split=""
   for h in "${an_http[@]}"; do split="$split${split:+/}$(metric "$h" faultline_partitions_owned)"; done
+  split="$split$note"
   [ -z "$want" ] && want=$total
   [ "$total" = "$want" ] || echo "row $n: $total events indexed, the first row indexed $want" >&2
   awk -v n="$n" -v e="$total" -v x="$docs" -v s="$start" -v t="$end" -v c="$acpu" -v nc="$ncpu" -v p="$split" \
