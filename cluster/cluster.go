@@ -42,13 +42,17 @@ const (
 // DefaultTTL is how long a lease or a membership outlives its last renewal.
 const DefaultTTL = 5 * time.Second
 
-// buckets creates (or finds) the four buckets with replicas copies each.
-func buckets(ctx context.Context, js jetstream.JetStream, replicas int, ttl time.Duration) (members, leases, findings, state jetstream.KeyValue, err error) {
+// buckets creates (or finds) the four buckets, with replicas copies each
+// when created (or set).
+func buckets(ctx context.Context, js jetstream.JetStream, replicas int, set bool, ttl time.Duration) (members, leases, findings, state jetstream.KeyValue, err error) {
 	mk := func(cfg jetstream.KeyValueConfig) jetstream.KeyValue {
 		if err != nil {
 			return nil
 		}
 		cfg.Replicas = max(replicas, 1)
+		if !set {
+			cfg.Replicas = existingReplicas(ctx, js, cfg.Bucket, cfg.Replicas)
+		}
 		cfg.Storage = jetstream.FileStorage
 		var kv jetstream.KeyValue
 		// Members start together: transport's create, not
@@ -61,6 +65,24 @@ func buckets(ctx context.Context, js jetstream.JetStream, replicas int, ttl time
 	findings = mk(jetstream.KeyValueConfig{Bucket: FindingsBucket, History: 1, Description: "Faultline findings, by id, as last announced"})
 	state = mk(jetstream.KeyValueConfig{Bucket: StateBucket, History: 1, Description: "Faultline per-partition replay checkpoints"})
 	return
+}
+
+// existingReplicas is how many copies bucket keeps if it exists, else def.
+func existingReplicas(ctx context.Context, js jetstream.JetStream, bucket string, def int) int {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return def
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return def
+	}
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
+		return max(bs.StreamInfo().Config.Replicas, 1)
+	}
+	return def
 }
 
 // isConflict reports a lost compare-and-set.

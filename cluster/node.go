@@ -20,7 +20,11 @@ type Options struct {
 	Member     string // unique among the members
 	HTTP       string // base URL of its HTTP API, for search fan-out
 	Partitions int
-	Replicas   int           // of the buckets
+	// Replicas of the buckets when they are created; an existing bucket
+	// keeps its own unless SetReplicas (members whose counts differ must
+	// not scale the buckets back and forth).
+	Replicas    int
+	SetReplicas bool
 	TTL        time.Duration // of leases and memberships (DefaultTTL)
 	Log        *slog.Logger
 }
@@ -68,7 +72,7 @@ func Join(ctx context.Context, js jetstream.JetStream, o Options) (*Node, error)
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	members, leases, findings, state, err := buckets(ctx, js, o.Replicas, o.TTL)
+	members, leases, findings, state, err := buckets(ctx, js, o.Replicas, o.SetReplicas, o.TTL)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +167,8 @@ func (n *Node) Run(ctx context.Context, own OwnFunc) {
 }
 
 // step is one round: heartbeat, who should own what, then per partition
-// renew, give up or take.
+// renew, give up or take, all partitions at once (a slow answer for one
+// must not hold the renewal of the others past their deadline).
 func (n *Node) step(ctx context.Context, own OwnFunc) {
 	live := n.heartbeat(ctx)
 	ids := make([]string, 0, len(live)+1)
@@ -174,6 +179,7 @@ func (n *Node) step(ctx context.Context, own OwnFunc) {
 		ids = append(ids, n.opts.Member) // our own heartbeat failed or is not visible yet
 	}
 	owners := Assign(n.opts.Partitions, ids)
+	var wg sync.WaitGroup
 	for p := range n.opts.Partitions {
 		mine := owners[p] == n.opts.Member
 		n.mu.Lock()
@@ -183,20 +189,26 @@ func (n *Node) step(ctx context.Context, own OwnFunc) {
 		case l != nil && !l.Valid():
 			n.lost(l, "not renewed in time")
 		case l != nil && !mine:
-			n.release(l)
+			wg.Go(func() { n.release(l) })
 		case l != nil:
-			n.renew(ctx, l)
+			wg.Go(func() { n.renew(ctx, l) })
 		case mine && ctx.Err() == nil:
-			n.acquire(ctx, p, own)
+			wg.Go(func() { n.acquire(ctx, p, own) })
 		}
 	}
+	wg.Wait()
 }
+
+// requestTimeout bounds one KV request: two rounds, so that a slow answer
+// (a NATS server lost, its streams electing a new leader) is waited for
+// while the leases it would renew still have two rounds to run.
+func (n *Node) requestTimeout() time.Duration { return 2 * n.tick }
 
 // heartbeat writes this member's entry and reads the live members.
 func (n *Node) heartbeat(ctx context.Context) []Member {
 	me := Member{ID: n.opts.Member, HTTP: n.opts.HTTP, Owned: n.Owned(), Since: n.start}
 	b, _ := json.Marshal(me)
-	cctx, cancel := context.WithTimeout(ctx, n.tick)
+	cctx, cancel := context.WithTimeout(ctx, n.requestTimeout())
 	defer cancel()
 	if _, err := n.members.Put(cctx, n.opts.Member, b); err != nil && ctx.Err() == nil {
 		n.log.Warn("cluster heartbeat failed", "err", err)
@@ -238,7 +250,7 @@ func cmpString(a, b string) int {
 // acquire takes partition p if nobody holds it, and starts own on it.
 func (n *Node) acquire(ctx context.Context, p int, own OwnFunc) {
 	val, _ := json.Marshal(leaseValue{Member: n.opts.Member, Nonce: n.nonce})
-	cctx, cancel := context.WithTimeout(ctx, n.tick)
+	cctx, cancel := context.WithTimeout(ctx, n.requestTimeout())
 	defer cancel()
 	sent := time.Since(n.start)
 	rev, err := n.leases.Create(cctx, key(p), val)
@@ -275,7 +287,7 @@ func (n *Node) acquire(ctx context.Context, p int, own OwnFunc) {
 // renew extends l; a revision it does not know means another took it.
 func (n *Node) renew(ctx context.Context, l *Lease) {
 	val, _ := json.Marshal(leaseValue{Member: n.opts.Member, Nonce: n.nonce})
-	cctx, cancel := context.WithTimeout(ctx, n.tick)
+	cctx, cancel := context.WithTimeout(ctx, n.requestTimeout())
 	defer cancel()
 	sent := time.Since(n.start)
 	rev, err := n.leases.Update(cctx, key(l.Partition), val, l.rev)

@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,7 +124,8 @@ func startMember(t *testing.T, url, name string, parts int, ttl time.Duration, h
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	n, err := Join(ctx, js, Options{Member: name, Partitions: parts, Replicas: 1, TTL: ttl})
+	n, err := Join(ctx, js, Options{Member: name, Partitions: parts, Replicas: 1, TTL: ttl,
+		Log: slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +246,12 @@ func TestLeasesOnAClusterWithAServerDown(t *testing.T) {
 	}
 	a := startMember(t, c.URLs(), "a", parts, 3*time.Second, h)
 	startMember(t, c.URLs(), "b", parts, 3*time.Second, h)
+	// The members asked for 1 replica; the buckets made with 3 keep 3.
+	for _, b := range []string{MembersBucket, LeasesBucket, FindingsBucket, StateBucket} {
+		if r := existingReplicas(ctx, js, b, 0); r != 3 {
+			t.Errorf("bucket %s has %d replicas, want the 3 it was made with", b, r)
+		}
+	}
 	testutil.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error { _, err := h.owners(parts); return err })
 	c.Stop(0)
 	a.cancel()
@@ -283,4 +292,12 @@ func TestConcurrentJoin(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// tlog sends a node's log to t.Log (shown with -v or on failure).
+type tlog struct{ t *testing.T }
+
+func (w tlog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

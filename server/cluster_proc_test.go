@@ -21,9 +21,11 @@ import (
 // TestClusterKillAndFreeze is issue 13's acceptance with real processes:
 // three analyzers share six partitions on a three-server NATS cluster; mid
 // stream one is killed with SIGKILL and, later, another frozen with
-// SIGSTOP (and thawed after its partitions moved). Every record is found
-// once by a search on any live analyzer, every version of every finding is
-// announced once, and the partitions are owned again within 10 s each time.
+// SIGSTOP (and thawed after its partitions moved); at the end the killed
+// one restarts on its data dir. Every record is found once by a search on
+// any live analyzer, every version of every finding is announced once (so
+// IDs did not change across the replays), and the partitions are owned
+// again within 10 s each time.
 // FAULTLINE_CLUSTER_RECORDS sets the stream's size (default 60,000; the
 // issue's figure is 500,000).
 func TestClusterKillAndFreeze(t *testing.T) {
@@ -44,11 +46,15 @@ func TestClusterKillAndFreeze(t *testing.T) {
 	const parts = 6
 	var procs []*proc
 	var https []string
+	var args [][]string
 	for i := range 3 {
 		h := freePort(t)
 		https = append(https, h)
-		procs = append(procs, startAnalyzer(t, bin, "--nats", c.URLs(), "--partitions", strconv.Itoa(parts),
-			"--member", "a"+strconv.Itoa(i), "--http", h, "--data-dir", t.TempDir(), "--log-level", "info"))
+		args = append(args, []string{"--nats", c.URLs(), "--partitions", strconv.Itoa(parts),
+			"--member", "a" + strconv.Itoa(i), "--http", h, "--data-dir", t.TempDir(), "--log-level", "warn",
+			// The test pages through every record while they are indexed.
+			"--search-timeout", "60s"})
+		procs = append(procs, startAnalyzer(t, bin, args[i]...))
 	}
 	owned := func(members ...int) error {
 		n := 0
@@ -120,6 +126,22 @@ func TestClusterKillAndFreeze(t *testing.T) {
 
 	wantSearchable(t, https[1], recs, within)
 	wantSearchable(t, https[2], recs, 10*time.Second)
+
+	// The killed one comes back on its data dir: it takes its share again,
+	// indexes what it missed, and announces nothing anew.
+	startAnalyzer(t, bin, args[0]...)
+	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if err := owned(0, 1, 2); err != nil {
+			return err
+		}
+		if ownedOf(t, https[0]) == 0 {
+			return fmt.Errorf("the restarted analyzer took no partition back")
+		}
+		return nil
+	})
+	for _, h := range https {
+		wantSearchable(t, h, recs, within)
+	}
 
 	want := verdicts(diagnose(t))
 	testutil.CheckFor(t, 20*time.Second, 100*time.Millisecond, func() error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,8 +35,9 @@ func clusterInput(t *testing.T, clusters []string, filler int) []parsers.Record 
 	}
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i := range filler {
-		c := clusters[i%len(clusters)]
-		node := "worker-" + strconv.Itoa(i%5)
+		// Runs of lines from one node, as a shipper batches them.
+		c := clusters[i/200%len(clusters)]
+		node := "worker-" + strconv.Itoa(i/40%5)
 		out = append(out, parsers.Record{ID: fmt.Sprintf("fill-%s-%d", c, i), Cluster: c, Node: node,
 			File: "/var/log/filler.log", Offset: int64(i) * 64, Line: i + 1, Time: base.Add(time.Duration(i) * time.Millisecond),
 			Text: fmt.Sprintf("INFO worker %d step %d heartbeat ok", i%5, i)})
@@ -139,12 +141,20 @@ func searchAll(t *testing.T, httpAddr, q string, size int) ([]string, uint64, er
 	}
 }
 
-// wantSearchable waits until a search on httpAddr pages through exactly
-// the records of want, each once.
+// wantSearchable waits until a search on httpAddr counts as many hits as
+// want has records (a cheap query), then pages through them all by cursor:
+// exactly the records of want, each once.
 func wantSearchable(t *testing.T, httpAddr string, want []parsers.Record, within time.Duration) {
 	t.Helper()
 	testutil.CheckFor(t, within, 250*time.Millisecond, func() error {
-		ids, total, err := searchAll(t, httpAddr, "", 5000)
+		n, err := searchTotal(httpAddr)
+		if err != nil {
+			return err
+		}
+		if n != uint64(len(want)) {
+			return fmt.Errorf("%d hits, want %d", n, len(want))
+		}
+		ids, total, err := searchAll(t, httpAddr, "", 1000)
 		if err != nil {
 			return err
 		}
@@ -168,6 +178,23 @@ func wantSearchable(t *testing.T, httpAddr string, want []parsers.Record, within
 		}
 		return nil
 	})
+}
+
+// searchTotal is how many hits a search of everything counts.
+func searchTotal(httpAddr string) (uint64, error) {
+	resp, err := http.Get("http://" + httpAddr + "/api/search?size=-1")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var res index.Result
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return 0, err
+	}
+	if len(res.Partial) > 0 {
+		return 0, fmt.Errorf("partial, not answered by %v", res.Partial)
+	}
+	return res.Total, nil
 }
 
 // startMember runs an analyzer of a cluster on the external NATS cluster c.
@@ -229,6 +256,7 @@ func TestClusterServe(t *testing.T) {
 	clusters := []string{"c1", "c2", "c3", "c4"}
 	recs := clusterInput(t, clusters, 4000)
 	publishRecords(t, js, recs[:len(recs)/2], 50)
+	wantSearchable(t, a.addrs.HTTP, recs[:len(recs)/2], 60*time.Second)
 
 	// b stops mid-stream: its partitions move to a and c.
 	if err := b.stop(); err != nil {
@@ -242,6 +270,15 @@ func TestClusterServe(t *testing.T) {
 		return nil
 	})
 	t.Logf("partitions of a stopped analyzer re-owned in %v", time.Since(start).Round(time.Millisecond))
+	// The new owners started from the checkpoints b kept in KV (where the
+	// live launches of its clusters began), not from nothing.
+	fromCheckpoint := regexp.MustCompile(`"partition replay".*checkpoint_clusters=[1-9]`)
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if !fromCheckpoint.MatchString(a.log.String() + cc.log.String()) {
+			return fmt.Errorf("no partition taken over replayed from a checkpoint")
+		}
+		return nil
+	})
 	// A NATS server stops too.
 	c.Stop(1)
 	publishRecords(t, js, recs[len(recs)/2:], 50)

@@ -53,7 +53,9 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 		// Asked again at every try: an embedded cluster knows its size
 		// once it has elected its leader, which the stream needs too.
 		replicas = s.replicas()
-		st, err := transport.EnsurePartitionedStream(ctx, s.nc, js, s.cfg.Stream, parts, replicas, s.log)
+		so := s.cfg.Stream
+		so.Replicas = s.cfg.Cluster.Replicas // explicit only: applied to an existing stream too
+		st, err := transport.EnsurePartitionedStream(ctx, s.nc, js, so, parts, replicas, s.log)
 		if err == nil {
 			// Created by another member a moment ago, it may not be
 			// placed yet.
@@ -74,7 +76,7 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 		advertise = "http://" + httpAddr
 	}
 	opts := cluster.Options{Member: s.memberName(), HTTP: advertise, Partitions: parts, Replicas: replicas,
-		TTL: c.LeaseTTL, Log: s.log}
+		SetReplicas: c.Replicas > 0, TTL: c.LeaseTTL, Log: s.log}
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		s.node, err = cluster.Join(cctx, js, opts)
@@ -157,6 +159,9 @@ func (s *server) runPartition(ctx context.Context, st jetstream.Stream, l *clust
 	}
 	s.lanes.add(ln)
 	defer s.lanes.remove(ln)
+	// Given up (another member's turn, or shutdown): its next owner
+	// starts where its launches began, as of now.
+	defer s.saveLane(context.WithoutCancel(ctx), ln)
 	oc, err := st.OrderedConsumer(ctx, occ)
 	if err != nil {
 		return fmt.Errorf("partition %d: consumer: %w", l.Partition, err)
@@ -184,7 +189,7 @@ func (s *server) runPartition(ctx context.Context, st jetstream.Stream, l *clust
 		ln.pending.Store(b.Pending)
 		seq := b.Seq
 		s.handle(ln, b, func(context.Context, error) error {
-			ln.indexed.Store(max(ln.indexed.Load(), seq))
+			s.progress.set(ln.part, seq) // called after the index flushed it
 			return nil
 		})
 	}
@@ -221,9 +226,7 @@ func (s *server) openLane(ctx context.Context, st jetstream.Stream, l *cluster.L
 	} else {
 		from = first
 	}
-	indexed := s.progress.get(p)
-	ln.indexed.Store(indexed)
-	ln.indexFrom = indexed + 1
+	ln.indexFrom = s.progress.get(p) + 1
 	ln.replayTo = last
 	start := max(min(from, ln.indexFrom), first)
 	if start > 1 {
@@ -234,29 +237,36 @@ func (s *server) openLane(ctx context.Context, st jetstream.Stream, l *cluster.L
 	return ln, occ, nil
 }
 
-// saveLanes records, after an index flush, how far each lane's index got
-// (this analyzer's partitions.json) and its engine's checkpoint (in KV,
-// while the lease holds).
+// saveLanes records, after an index flush, how far the index got in each
+// partition (this analyzer's partitions.json) and each lane engine's
+// checkpoint (in KV, while the lease holds).
 func (s *server) saveLanes(ctx context.Context) {
 	for _, ln := range s.lanes.all() {
-		s.progress.set(ln.part, ln.indexed.Load())
-		cp := ln.engine.Checkpoint()
-		if (ln.saved != nil && cp.Equal(ln.saved)) || !ln.lease.Valid() {
-			continue
-		}
-		b, _ := json.Marshal(checkpointFile{Stream: s.streamCreated, RecordBits: recordBits, Clusters: cp})
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := s.node.State.Save(cctx, ln.part, b)
-		cancel()
-		if err != nil {
-			s.log.Warn("partition checkpoint not saved; its next owner replays more", "partition", ln.part, "err", err)
-			continue
-		}
-		ln.saved = cp
+		s.saveLane(ctx, ln)
 	}
 	if err := s.progress.save(); err != nil {
 		s.log.Warn("partition progress not saved; the next start indexes some records again", "err", err)
 	}
+}
+
+// saveLane writes ln's engine checkpoint to KV if it changed, while its
+// lease holds. Any position is safe to write: the records are in the
+// stream whether indexed yet or not.
+func (s *server) saveLane(ctx context.Context, ln *lane) {
+	ln.saveMu.Lock()
+	defer ln.saveMu.Unlock()
+	cp := ln.engine.Checkpoint()
+	if len(cp) == 0 || (ln.saved != nil && cp.Equal(ln.saved)) || !ln.lease.Valid() {
+		return
+	}
+	b, _ := json.Marshal(checkpointFile{Stream: s.streamCreated, RecordBits: recordBits, Clusters: cp})
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.node.State.Save(cctx, ln.part, b); err != nil {
+		s.log.Warn("partition checkpoint not saved; its next owner replays more", "partition", ln.part, "err", err)
+		return
+	}
+	ln.saved = cp
 }
 
 // laneSet are the lanes running now.

@@ -70,5 +70,11 @@ func (s *server) useClusterSearch() {
 		}
 		return out
 	}
-	s.search.set(fanout.New(local, peers, fanout.Options{LocalName: s.node.ID(), Logger: s.log}))
+	opts := fanout.Options{LocalName: s.node.ID(), Logger: s.log}
+	if s.cfg.SearchTimeout > 0 {
+		// A peer stops at its own --search-timeout (the same on every
+		// member): wait that long and a second for it to say so.
+		opts.PeerTimeout = s.cfg.SearchTimeout + time.Second
+	}
+	s.search.set(fanout.New(local, peers, opts))
 }

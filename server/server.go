@@ -431,11 +431,11 @@ type lane struct {
 	// replayTo is the stream's last sequence when a partition was taken:
 	// up to it, batches are a replay.
 	replayTo uint64
-	saved    rule.Checkpoint // the checkpoint last saved
-	// For a partition: its lease, the last sequence flushed to the index,
-	// and the messages left after the last one read (its lag).
+	saved    rule.Checkpoint // the checkpoint last saved (under saveMu)
+	saveMu   sync.Mutex
+	// For a partition: its lease, and the messages left after the last
+	// one read (its lag).
 	lease   *cluster.Lease
-	indexed atomic.Uint64
 	pending atomic.Uint64
 }
 

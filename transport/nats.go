@@ -89,6 +89,11 @@ type StreamOptions struct {
 	MaxAge     time.Duration
 	MaxBytes   int64
 	Duplicates time.Duration
+	// Replicas, when set, is how many copies the partitioned stream keeps,
+	// applied to an existing one too (--stream-replicas). Unset, the
+	// analyzers' own count applies at creation only: members whose counts
+	// differ for a moment must not scale the stream back and forth.
+	Replicas int
 }
 
 // StreamConfig is the FAULTLINE_LOGS stream with these limits (zero fields

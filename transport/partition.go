@@ -68,20 +68,24 @@ func PartitionOf(cluster string, n int) int {
 }
 
 // PartitionedStreamConfig is FAULTLINE_LOGS partitioned in n partitions with
-// that many replicas (at least 1) and so's limits (zero fields take
-// StreamConfig's defaults).
+// that many replicas (at least 1; so.Replicas wins) and so's limits (zero
+// fields take StreamConfig's defaults).
 func PartitionedStreamConfig(so StreamOptions, partitions, replicas int, maxPayload int64) jetstream.StreamConfig {
 	cfg := so.StreamConfig(maxPayload)
 	cfg.Subjects = []string{PartitionedSubjects}
 	cfg.SubjectTransform = &jetstream.SubjectTransformConfig{Source: PartitionedSubjects, Destination: PartitionTransform(partitions)}
 	cfg.Replicas = max(replicas, 1)
+	if so.Replicas > 0 {
+		cfg.Replicas = so.Replicas
+	}
 	return cfg
 }
 
-// EnsurePartitionedStream creates FAULTLINE_LOGS partitioned, or updates an
-// existing FAULTLINE_LOGS whose subjects, transform or replicas differ, or
-// whose limits differ from those so sets explicitly (so's zero fields keep
-// the existing stream's values: the operator may have tuned them). Each
+// EnsurePartitionedStream creates FAULTLINE_LOGS partitioned (with
+// replicas copies, or so.Replicas), or updates an existing FAULTLINE_LOGS
+// whose subjects or transform differ, or whose replicas or limits differ
+// from those so sets explicitly (so's zero fields keep the existing
+// stream's values: the operator may have tuned them). Each
 // change is logged. Only the analyzer calls it; shippers on a cluster wait
 // for the stream (Connect).
 //
@@ -179,7 +183,7 @@ func partitionedUpdate(cur, want jetstream.StreamConfig, so StreamOptions) (jets
 		changes = append(changes, fmt.Sprintf("transform %s -> %s > %s", from, want.SubjectTransform.Source, want.SubjectTransform.Destination))
 		next.SubjectTransform = want.SubjectTransform
 	}
-	if max(cur.Replicas, 1) != want.Replicas {
+	if so.Replicas > 0 && max(cur.Replicas, 1) != want.Replicas {
 		changes = append(changes, fmt.Sprintf("replicas %d -> %d", max(cur.Replicas, 1), want.Replicas))
 		next.Replicas = want.Replicas
 	}
