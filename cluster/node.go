@@ -25,8 +25,8 @@ type Options struct {
 	// not scale the buckets back and forth).
 	Replicas    int
 	SetReplicas bool
-	TTL        time.Duration // of leases and memberships (DefaultTTL)
-	Log        *slog.Logger
+	TTL         time.Duration // of leases and memberships (DefaultTTL)
+	Log         *slog.Logger
 }
 
 // Member is what a member says of itself at every heartbeat.
