@@ -175,9 +175,13 @@ func (n *Node) step(ctx context.Context, own OwnFunc) {
 	for _, m := range live {
 		ids = append(ids, m.ID)
 	}
-	if !slices.Contains(ids, n.opts.Member) {
+	seen := slices.Contains(ids, n.opts.Member)
+	if !seen {
 		ids = append(ids, n.opts.Member) // our own heartbeat failed or is not visible yet
 	}
+	// Members started together see each other within a round or two:
+	// taking partitions before then would index some twice as they move.
+	settling := !seen || time.Since(n.start) < 2*n.tick
 	owners := Assign(n.opts.Partitions, ids)
 	var wg sync.WaitGroup
 	for p := range n.opts.Partitions {
@@ -192,7 +196,7 @@ func (n *Node) step(ctx context.Context, own OwnFunc) {
 			wg.Go(func() { n.release(l) })
 		case l != nil:
 			wg.Go(func() { n.renew(ctx, l) })
-		case mine && ctx.Err() == nil:
+		case mine && !settling && ctx.Err() == nil:
 			wg.Go(func() { n.acquire(ctx, p, own) })
 		}
 	}

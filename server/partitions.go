@@ -137,15 +137,17 @@ func (s *server) memberName() string {
 	return transport.Token(host) + "-" + hex.EncodeToString(sum[:3])
 }
 
-// own runs partition l.Partition while the lease holds, starting again
-// after a failure (a NATS server lost under the consumer).
+// own runs partition l.Partition for as long as the lease holds: a reader
+// that stops for any other reason (a NATS server lost under the consumer,
+// an iterator closed by the client) is started again, so that a partition
+// is never leased with nobody reading it.
 func (s *server) own(ctx context.Context, st jetstream.Stream, l *cluster.Lease) {
-	for ctx.Err() == nil && l.Valid() {
+	for {
 		err := s.runPartition(ctx, st, l)
-		if err == nil || ctx.Err() != nil {
+		if ctx.Err() != nil || !l.Valid() {
 			return
 		}
-		s.log.Warn("partition stopped; starting it again", "partition", l.Partition, "err", err)
+		s.log.Warn("partition reader stopped; starting it again", "partition", l.Partition, "err", err)
 		sleepCtx(ctx, time.Second)
 	}
 }
@@ -176,7 +178,7 @@ func (s *server) runPartition(ctx context.Context, st jetstream.Stream, l *clust
 	for {
 		msg, err := it.Next()
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("partition %d: %w", l.Partition, err)
