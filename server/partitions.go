@@ -77,11 +77,12 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 	}
 	opts := cluster.Options{Member: s.memberName(), HTTP: advertise, Partitions: parts, Replicas: replicas,
 		SetReplicas: c.Replicas > 0, TTL: c.LeaseTTL, Log: s.log}
+	var node *cluster.Node
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		s.node, err = cluster.Join(cctx, js, opts)
+		node, err = cluster.Join(cctx, js, opts)
 		if err == nil {
-			err = s.node.Watch(ctx)
+			err = node.Watch(ctx)
 		}
 		cancel()
 		if err == nil {
@@ -93,11 +94,12 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 		}
 	}
 	s.progress = loadProgress(filepath.Join(s.cfg.DataDir, progressName), info.Created, s.log)
-	s.announcer = &claimSink{claims: s.node.Claims, next: s.sinkList(nil), log: s.log}
-	s.useClusterSearch()
+	s.announcer = &claimSink{claims: node.Claims, next: s.sinkList(nil), log: s.log}
+	s.node.Store(node) // the HTTP handlers read it from now on
+	s.useClusterSearch(node)
 	s.log.Info("cluster member", "member", opts.Member, "partitions", parts, "replicas", replicas, "http", advertise)
 	return func(ctx context.Context) error {
-		s.node.Run(ctx, func(ctx context.Context, l *cluster.Lease) { s.own(ctx, st, l) })
+		node.Run(ctx, func(ctx context.Context, l *cluster.Lease) { s.own(ctx, st, l) })
 		return nil
 	}, nil
 }
@@ -209,7 +211,8 @@ func (s *server) openLane(ctx context.Context, st jetstream.Stream, l *cluster.L
 	ln := &lane{part: p, lease: l, engine: rule.NewEngine(s.engine.Rules()), seen: newSeenSet(1 << 16)}
 	s.reportSlowRules(ln.engine)
 	first, last := max(info.State.FirstSeq, 1), info.State.LastSeq
-	b, err := s.node.State.Load(ctx, p)
+	node := s.node.Load()
+	b, err := node.State.Load(ctx, p)
 	if err != nil {
 		return nil, occ, err
 	}
@@ -223,7 +226,7 @@ func (s *server) openLane(ctx context.Context, st jetstream.Stream, l *cluster.L
 		cp = nil
 	}
 	if len(cp) > 0 {
-		ln.engine.Restore(cp, s.node.Findings())
+		ln.engine.Restore(cp, node.Findings())
 		ln.skip, ln.saved = cp, cp
 	} else {
 		from = first
@@ -264,7 +267,7 @@ func (s *server) saveLane(ctx context.Context, ln *lane) {
 	b, _ := json.Marshal(checkpointFile{Stream: s.streamCreated, RecordBits: recordBits, Clusters: cp})
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := s.node.State.Save(cctx, ln.part, b); err != nil {
+	if err := s.node.Load().State.Save(cctx, ln.part, b); err != nil {
 		s.log.Warn("partition checkpoint not saved; its next owner replays more", "partition", ln.part, "err", err)
 		return
 	}
@@ -308,7 +311,7 @@ func (ls *laneSet) all() []*lane {
 // engines are the rule engines running: the whole stream's, or each
 // partition's (for /metrics and rule reloads).
 func (s *server) engines() []*rule.Engine {
-	if s.node == nil {
+	if s.node.Load() == nil {
 		return []*rule.Engine{s.engine}
 	}
 	out := []*rule.Engine{s.engine} // the rules to start new lanes with
@@ -461,7 +464,7 @@ func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
-	n := c.s.node
+	n := c.s.node.Load()
 	if n == nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/faultline/faultline/cluster"
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/index/fanout"
 	"github.com/faultline/faultline/rule"
@@ -51,15 +52,15 @@ var _ index.Searcher = (*searchSwitch)(nil)
 // partitions here, each peer's over its HTTP API (local=1, the same token).
 // A peer answers for the partitions it holds a lease on, so the members'
 // parts are disjoint.
-func (s *server) useClusterSearch() {
-	local := fanout.Restrict(s.idx, s.node.Owned)
+func (s *server) useClusterSearch(node *cluster.Node) {
+	local := fanout.Restrict(s.idx, node.Owned)
 	s.searchLocal.set(local)
 	client := &http.Client{Timeout: 30 * time.Second}
 	var remotes sync.Map // base URL -> index.Searcher
 	peers := func() []fanout.Peer {
 		var out []fanout.Peer
-		for _, m := range s.node.Members() {
-			if m.ID == s.node.ID() || m.HTTP == "" {
+		for _, m := range node.Members() {
+			if m.ID == node.ID() || m.HTTP == "" {
 				continue
 			}
 			r, ok := remotes.Load(m.HTTP)
@@ -70,7 +71,7 @@ func (s *server) useClusterSearch() {
 		}
 		return out
 	}
-	opts := fanout.Options{LocalName: s.node.ID(), Logger: s.log}
+	opts := fanout.Options{LocalName: node.ID(), Logger: s.log}
 	if s.cfg.SearchTimeout > 0 {
 		// A peer stops at its own --search-timeout (the same on every
 		// member): wait that long and a second for it to say so.

@@ -47,7 +47,7 @@ type server struct {
 	progress      *progress
 	// On a cluster (partitions.go): this member, its partitions' lanes,
 	// and what the HTTP API searches (the fan-out across members).
-	node  *cluster.Node
+	node  atomic.Pointer[cluster.Node]
 	lanes laneSet
 	// search answers the API; searchLocal a peer's local=1 (only the
 	// partitions owned here).
@@ -232,7 +232,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready(addrs)
 	}
-	s.log.Info("serving", "nats", natsURL, "consumer", cfg.Durable, "clustered", s.node != nil)
+	s.log.Info("serving", "nats", natsURL, "consumer", cfg.Durable, "clustered", s.node.Load() != nil)
 	return consume(ctx)
 }
 
@@ -462,7 +462,7 @@ func (s *server) ackLoop(ctx context.Context) {
 		}
 		s.unindexed.Add(-n)
 		pending = pending[:0]
-		if s.node != nil {
+		if s.node.Load() != nil {
 			s.saveLanes(ctx)
 		} else {
 			s.saveCheckpoint() // what the engine observed is in the stream: safe to start there
@@ -487,8 +487,8 @@ func (s *server) ackLoop(ctx context.Context) {
 // every member's.
 func (s *server) findings() []rule.Finding {
 	var fs []rule.Finding
-	if s.node != nil {
-		fs = s.node.Findings()
+	if n := s.node.Load(); n != nil {
+		fs = n.Findings()
 	} else {
 		fs = s.idx.Findings()
 	}
