@@ -3,9 +3,10 @@
 // merges their answers in the order every index pages by (index.Order),
 // so that paging, by From or by cursor, goes through the union of their
 // events as through one index. Remote is a member over a peer's HTTP API
-// (answering from its own index, local=1); Restrict keeps a local index
-// to the partitions this analyzer owns, which is what each member
-// answers for.
+// (answering from its own index, local=1); NewRemote without Local is any
+// client of that API (`analyzer search --server`), whose search fans out
+// there; Restrict keeps a local index to the partitions this analyzer
+// owns, which is what each member answers for.
 //
 // What a merge is exact for: hits, their order and pages; totals, facets
 // and histograms of members holding disjoint events (as partitions are).
