@@ -94,6 +94,7 @@ type Lease struct {
 	mu     sync.Mutex
 	until  time.Duration // since n.start (monotonic): valid before
 	timer  *time.Timer   // cancels the work when until passes
+	over   bool          // it did: a late renewal must not revive a lease nobody works on
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -111,6 +112,9 @@ func (l *Lease) Valid() bool {
 func (l *Lease) extend(sent time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.over {
+		return // the next round sees it invalid and lets it go
+	}
 	l.until = sent + l.n.opts.TTL - l.n.tick
 	left := l.until - time.Since(l.n.start)
 	if l.timer == nil {
@@ -130,6 +134,7 @@ func (l *Lease) expire() {
 		l.mu.Unlock()
 		return
 	}
+	l.over = true
 	l.mu.Unlock()
 	l.cancel()
 }

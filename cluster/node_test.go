@@ -301,3 +301,25 @@ func (w tlog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// A renewal answered after the lease's deadline passed (its work already
+// cancelled) does not make it valid again: the lease would be held with
+// nobody working on it.
+func TestLateRenewalDoesNotRevive(t *testing.T) {
+	n := &Node{start: time.Now(), tick: 20 * time.Millisecond, opts: Options{TTL: 100 * time.Millisecond}}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Lease{n: n, cancel: cancel}
+	l.extend(time.Since(n.start))
+	if !l.Valid() {
+		t.Fatal("a lease just extended is not valid")
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the work was not cancelled at the deadline")
+	}
+	l.extend(time.Since(n.start)) // the late answer
+	if l.Valid() {
+		t.Error("a lease renewed after its deadline is valid again")
+	}
+}
