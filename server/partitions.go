@@ -71,6 +71,9 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 		return nil, fmt.Errorf("stream info: %w", err)
 	}
 	s.streamCreated = info.Created
+	if err := s.hook.open(ctx, js); err != nil {
+		return nil, err
+	}
 	advertise := c.Advertise
 	if advertise == "" && httpAddr != "" {
 		advertise = "http://" + httpAddr

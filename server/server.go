@@ -201,10 +201,6 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	// Before the warm-up: it may announce findings the last run had not.
-	if err := s.hook.open(ctx, js); err != nil {
-		return err
-	}
 	var consume func(context.Context) error
 	if s.cfg.Cluster.Enabled() {
 		consume, err = s.startCluster(ctx, js, natsURL, addrs.HTTP)
@@ -243,6 +239,10 @@ func (s *server) startSingle(ctx context.Context, js jetstream.JetStream, natsUR
 		return s.cfg.ensureSingleStream(ctx, s.nc, js)
 	})
 	if err != nil {
+		return nil, err
+	}
+	// Before the warm-up: it may announce findings the last run had not.
+	if err := s.hook.open(ctx, js); err != nil {
 		return nil, err
 	}
 	if err := s.warmUp(ctx, st); err != nil {
