@@ -20,7 +20,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/transport"
 )
 
@@ -433,18 +432,7 @@ func TestClusterDocker(t *testing.T) {
 		wantSearchable(t, h, recs, 60*time.Second)
 	}
 	want := verdicts(diagnose(t))
-	testutil.CheckFor(t, 30*time.Second, 250*time.Millisecond, func() error {
-		byCluster := map[string][]rule.Finding{}
-		for _, f := range getFindings(t, https[1]) {
-			byCluster[f.Cluster] = append(byCluster[f.Cluster], f)
-		}
-		for _, c := range clusters {
-			if got := verdicts(byCluster[c]); !slices.Equal(got, want) {
-				return fmt.Errorf("cluster %s findings:\n%s\nwant:\n%s", c, strings.Join(got, "\n"), strings.Join(want, "\n"))
-			}
-		}
-		return nil
-	})
+	wantClusterFindings(t, https[1], clusters, want)
 	if announced := fl.check(t); len(announced) != len(clusters)*len(want) {
 		t.Errorf("%d findings announced, want %d", len(announced), len(clusters)*len(want))
 	}

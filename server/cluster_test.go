@@ -180,6 +180,40 @@ func wantSearchable(t *testing.T, httpAddr string, want []parsers.Record, within
 	})
 }
 
+// wantTotal waits until a search on httpAddr counts n hits, all members
+// answering.
+func wantTotal(t *testing.T, httpAddr string, n int, within time.Duration) {
+	t.Helper()
+	testutil.CheckFor(t, within, 250*time.Millisecond, func() error {
+		got, err := searchTotal(httpAddr)
+		if err != nil {
+			return err
+		}
+		if got != uint64(n) {
+			return fmt.Errorf("%d hits, want %d", got, n)
+		}
+		return nil
+	})
+}
+
+// wantClusterFindings waits until the findings on httpAddr are, for each of
+// clusters, those diagnose gives for the seed story (want, as verdicts).
+func wantClusterFindings(t *testing.T, httpAddr string, clusters, want []string) {
+	t.Helper()
+	testutil.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		byCluster := map[string][]rule.Finding{}
+		for _, f := range getFindings(t, httpAddr) {
+			byCluster[f.Cluster] = append(byCluster[f.Cluster], f)
+		}
+		for _, cl := range clusters {
+			if got := verdicts(byCluster[cl]); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				return fmt.Errorf("cluster %s findings:\n%s\nwant:\n%s", cl, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		}
+		return nil
+	})
+}
+
 // searchTotal is how many hits a search of everything counts.
 func searchTotal(httpAddr string) (uint64, error) {
 	resp, err := http.Get("http://" + httpAddr + "/api/search?size=-1")
@@ -288,18 +322,7 @@ func TestClusterServe(t *testing.T) {
 
 	// Every cluster's story gave its findings, each version announced once.
 	want := verdicts(diagnose(t))
-	testutil.CheckFor(t, 20*time.Second, 100*time.Millisecond, func() error {
-		byCluster := map[string][]rule.Finding{}
-		for _, f := range getFindings(t, a.addrs.HTTP) {
-			byCluster[f.Cluster] = append(byCluster[f.Cluster], f)
-		}
-		for _, cl := range clusters {
-			if got := verdicts(byCluster[cl]); strings.Join(got, "\n") != strings.Join(want, "\n") {
-				return fmt.Errorf("cluster %s findings:\n%s\nwant:\n%s", cl, strings.Join(got, "\n"), strings.Join(want, "\n"))
-			}
-		}
-		return nil
-	})
+	wantClusterFindings(t, a.addrs.HTTP, clusters, want)
 	announced := fl.check(t)
 	if len(announced) != len(clusters)*len(want) {
 		t.Errorf("%d findings announced, want %d", len(announced), len(clusters)*len(want))
