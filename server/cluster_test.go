@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -368,5 +369,37 @@ func TestEmbeddedClusterServe(t *testing.T) {
 	publishRecords(t, js, recs, 100)
 	for _, r := range rs {
 		wantSearchable(t, r.addrs.HTTP, recs, 60*time.Second)
+	}
+}
+
+// TestClusterKeepsTheStreamsPartitionCount: an analyzer given another
+// --partitions than the stream has takes the stream's (and says so), so it
+// cannot repartition the stream under the other analyzers' leases.
+func TestClusterKeepsTheStreamsPartitionCount(t *testing.T) {
+	srv := testutil.RunJetStreamServer(t)
+	nc := connectRetrying(t, srv.ClientURL())
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := transport.EnsurePartitionedStream(ctx, nc, js, transport.StreamOptions{}, 4, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := startServer(t, Config{NATS: transport.NATSOptions{URL: srv.ClientURL()},
+		Cluster: ClusterConfig{Partitions: 6, Member: "a", LeaseTTL: 2 * time.Second}})
+	testutil.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		if n := ownedOf(t, r.addrs.HTTP); n != 4 {
+			return fmt.Errorf("%d partitions owned, want the stream's 4", n)
+		}
+		return nil
+	})
+	st, err := js.Stream(ctx, transport.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := transport.Partitions(st.CachedInfo().Config); n != 4 {
+		t.Errorf("the stream has %d partitions now, want 4 still", n)
+	}
+	if !strings.Contains(r.log.String(), "another partition count than --partitions") {
+		t.Errorf("no warning about --partitions 6 against the stream's 4:\n%s", r.log.String())
 	}
 }

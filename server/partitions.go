@@ -44,12 +44,12 @@ import (
 // function it returns owns partitions until ctx is done.
 func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsURL, httpAddr string) (func(context.Context) error, error) {
 	c := s.cfg.Cluster
-	parts := c.Partitions
-	if parts <= 0 {
-		parts = DefaultPartitions
-	}
-	var replicas int
+	var parts, replicas int
 	st, err := s.waitStream(ctx, natsURL, func(ctx context.Context) (jetstream.Stream, error) {
+		var err error
+		if parts, err = s.partitionCount(ctx, js); err != nil {
+			return nil, err
+		}
 		// Asked again at every try: an embedded cluster knows its size
 		// once it has elected its leader, which the stream needs too.
 		replicas = s.replicas()
@@ -105,6 +105,33 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 		node.Run(ctx, func(ctx context.Context, l *cluster.Lease) { s.own(ctx, st, l) })
 		return nil
 	}, nil
+}
+
+// partitionCount is how many partitions the stream has: an existing
+// stream's own count, which every member must share (a member given
+// another would repartition the stream under the others' leases), else
+// --partitions, else DefaultPartitions.
+func (s *server) partitionCount(ctx context.Context, js jetstream.JetStream) (int, error) {
+	want := s.cfg.Cluster.Partitions
+	if want <= 0 {
+		want = DefaultPartitions
+	}
+	st, err := js.Stream(ctx, transport.StreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return want, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", transport.StreamName, err)
+	}
+	n, ok := transport.Partitions(st.CachedInfo().Config)
+	if !ok {
+		return want, nil // a single-machine stream, partitioned now
+	}
+	if s.cfg.Cluster.Partitions > 0 && n != want {
+		s.log.Warn("the log stream has another partition count than --partitions; using the stream's, as the other analyzers do (to change it, edit the stream's subject transform, then restart every analyzer)",
+			"stream_partitions", n, "flag", want)
+	}
+	return n, nil
 }
 
 // replicas is how many copies of the stream and buckets to keep: as set,

@@ -33,6 +33,24 @@ func PartitionTransform(n int) string {
 	return PartsPrefix + "{{partition(" + strconv.Itoa(n) + ",1)}}.{{wildcard(1)}}.{{wildcard(2)}}"
 }
 
+// Partitions is the partition count of an existing partitioned stream
+// (read back from its transform); false if cfg is not partitioned.
+func Partitions(cfg jetstream.StreamConfig) (int, bool) {
+	if cfg.SubjectTransform == nil {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(cfg.SubjectTransform.Destination, PartsPrefix+"{{partition(")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ",")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || n < 1 {
+		return 0, false
+	}
+	return n, true
+}
+
 // PartitionFilter is the consumer filter of partition p.
 func PartitionFilter(p int) string { return PartsPrefix + strconv.Itoa(p) + ".>" }
 

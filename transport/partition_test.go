@@ -473,3 +473,15 @@ func TestEnsureKeyValueConcurrent(t *testing.T) {
 		t.Fatalf("history after the update: %v, %v", st, err)
 	}
 }
+
+func TestPartitionsReadBack(t *testing.T) {
+	for _, n := range []int{1, 12, 1024} {
+		cfg := PartitionedStreamConfig(StreamOptions{}, n, 1, 1<<20)
+		if got, ok := Partitions(cfg); !ok || got != n {
+			t.Errorf("Partitions of a stream made with %d: %d, %v", n, got, ok)
+		}
+	}
+	if _, ok := Partitions(StreamOptions{}.StreamConfig(1 << 20)); ok {
+		t.Error("a single-machine stream read as partitioned")
+	}
+}

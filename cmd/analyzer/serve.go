@@ -147,7 +147,7 @@ func registerClusterFlags(fs *pflag.FlagSet, cfg *server.Config) *clusterFlags {
 	fs.StringVar(&c.Name, "nats-cluster", "", "cluster the embedded NATS with other analyzers' under this cluster `NAME` and share the log stream's partitions with them (needs --nats-routes; not with --nats)")
 	fs.StringVar(&c.Listen, "nats-cluster-listen", "", "`ADDR` (host:port) the embedded NATS takes cluster routes on (default: --nats-listen's host, port 6222; beyond localhost, set --token)")
 	fs.StringVar(&f.routes, "nats-routes", "", "cluster addresses of every analyzer's embedded NATS, this one's included: `URLS` nats://host:port, comma-separated")
-	fs.IntVar(&c.Partitions, "partitions", 0, fmt.Sprintf("partition the log stream in `N` (1-1024; default %d once clustered); with --nats, share the partitions among the analyzers on that NATS", server.DefaultPartitions))
+	fs.IntVar(&c.Partitions, "partitions", 0, fmt.Sprintf("partition the log stream in `N` (1-1024; default %d once clustered; an existing stream keeps its own count); with --nats, share the partitions among the analyzers on that NATS", server.DefaultPartitions))
 	fs.IntVar(&c.Replicas, "stream-replicas", 0, "keep `N` copies (1-5) of the log stream and the cluster's state (0: one per NATS server, up to 3)")
 	fs.StringVar(&c.Member, "member", "", "this analyzer's `NAME` among its peers (default: its embedded NATS server's name, else the host's)")
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", 0, "a partition whose owner stopped renewing its lease (dead, frozen or cut off) is taken over after `DURATION` (default 5s; 1s-1m; every analyzer of a cluster gives the same)")
