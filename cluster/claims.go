@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -133,7 +134,7 @@ func (c *Claims) Findings() []rule.Finding {
 		out = append(out, f)
 	}
 	c.mu.Unlock()
-	slices.SortFunc(out, func(a, b rule.Finding) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b rule.Finding) int { return strings.Compare(a.ID, b.ID) })
 	return rule.Order(out)
 }
 

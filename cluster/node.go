@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -239,21 +240,11 @@ func (n *Node) heartbeat(ctx context.Context) []Member {
 			live = append(live, m)
 		}
 	}
-	slices.SortFunc(live, func(a, b Member) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(live, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	n.mu.Lock()
 	n.live = live
 	n.mu.Unlock()
 	return live
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // acquire takes partition p if nobody holds it, and starts own on it.
