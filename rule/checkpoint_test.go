@@ -302,6 +302,9 @@ func TestFindingIDsIgnoreTheLaunchCounter(t *testing.T) {
 					t.Errorf("finding %s (%s, launch %d) is not a full replay's: %q", f.ID, f.Rule, f.Launch, ids(full.Findings()))
 					continue
 				}
+				if f.LaunchID == "" || f.LaunchID != w.LaunchID {
+					t.Errorf("finding %s: launch_id %q, want the full replay's %q", f.ID, f.LaunchID, w.LaunchID)
+				}
 				if f.Launch != w.Launch+shift || f.Rule != w.Rule || f.Status != w.Status || f.ExplainedBy != w.ExplainedBy {
 					t.Errorf("finding %s: launch %d %s %s explained by %q, want launch %d %s %s explained by %q",
 						f.ID, f.Launch, f.Rule, f.Status, f.ExplainedBy, w.Launch+shift, w.Rule, w.Status, w.ExplainedBy)

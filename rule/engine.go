@@ -731,7 +731,7 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 	f := e.findings[id]
 	if f == nil {
 		f = &Finding{ID: id, Rule: r.ID, Cause: r.Cause, Severity: r.Severity, Cluster: cluster,
-			Launch: ls.num, Status: "active", FirstSeen: ev.Time}
+			Launch: ls.num, LaunchID: launchID(cluster, ls.opener), Status: "active", FirstSeen: ev.Time}
 		e.findings[id] = f
 		e.ruleOf[id] = r
 	}
@@ -864,6 +864,14 @@ func fingerprint(f *Finding) string {
 // same logs give the same IDs whatever the launch counter says (a replay
 // from a checkpoint, another analyzer taking a partition over), which a
 // launch number would not.
+// launchID names a launch as its findings' IDs do: by the record that
+// opened it, so that every analyzer and every replay gives it the same.
+func launchID(cluster, opener string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "launch\x00%s\x00%s", cluster, opener)
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
 func findingID(rule, cluster, opener string, key []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", rule, cluster, opener, strings.Join(key, "\x00"))

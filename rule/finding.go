@@ -52,7 +52,8 @@ type Finding struct {
 	Summary     string              `json:"summary"`
 	Remediation string              `json:"remediation"`
 	Cluster     string              `json:"cluster"`
-	Launch      int                 `json:"launch"` // 1-based launch number within the cluster
+	Launch      int                 `json:"launch"`              // 1-based launch number within the cluster, for people
+	LaunchID    string              `json:"launch_id,omitempty"` // the launch's identity: from the record that opened it, never a counter
 	Nodes       []string            `json:"nodes"`
 	Facts       map[string][]string `json:"facts"`
 	RuledOut    []RuledOut          `json:"ruled_out"`
