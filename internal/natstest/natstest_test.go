@@ -49,8 +49,13 @@ func TestClusterStopRestart(t *testing.T) {
 		conn.Close()
 		t.Fatal("a stopped server still takes clients")
 	}
+	// Each try has its own deadline: a publish sent while the stream
+	// elects a new leader may never be acknowledged. The message ID keeps a
+	// try that was stored after all from counting twice.
 	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		_, err := js.Publish(ctx, "t.2", []byte("while down"))
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := js.Publish(pctx, "t.2", []byte("while down"), jetstream.WithMsgID("t.2"))
 		return err
 	})
 	c.Restart(1)
