@@ -15,6 +15,7 @@ import (
 
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/sink"
+	"github.com/faultline/faultline/transport"
 )
 
 // The webhook's outbox is a JetStream work-queue stream: a finding version
@@ -82,10 +83,10 @@ func (w *webhook) open(ctx context.Context, js jetstream.JetStream) error {
 	}
 	// Bounded tries: analyzers of a cluster start together, and JetStream
 	// can leave concurrent creates of one stream or consumer unanswered.
-	var cons jetstream.Consumer
-	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
-		cons, err = w.create(ctx, js)
-		return err
+	cons, err := transport.UntilAnswered(ctx, func() (jetstream.Consumer, error) {
+		tctx, cancel := context.WithTimeout(ctx, transport.RequestTimeout)
+		defer cancel()
+		return w.create(tctx, js)
 	})
 	if err != nil {
 		return err
@@ -251,19 +252,6 @@ func (w *webhook) create(ctx context.Context, js jetstream.JetStream) (jetstream
 		return nil, fmt.Errorf("outbox consumer: %w", err)
 	}
 	return cons, nil
-}
-
-// untilAnswered runs f with a 2 s deadline until it succeeds, fails for
-// another reason than the deadline, or ctx ends.
-func untilAnswered(ctx context.Context, f func(context.Context) error) error {
-	for {
-		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := f(tctx)
-		cancel()
-		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-			return err
-		}
-	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

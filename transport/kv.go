@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -15,25 +14,19 @@ import (
 // starting together on a cluster: concurrent CreateOrUpdate calls of one
 // new bucket were left unanswered by JetStream until their deadline (all
 // of them, at times; nats-server 2.15). Here a create of an identical
-// bucket succeeds, each request is bounded (requestTimeout), and one left
+// bucket succeeds, each request is bounded (RequestTimeout), and one left
 // unanswered is asked again until ctx ends.
 func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	b := Backoff{Min: 50 * time.Millisecond, Max: time.Second}
-	for {
-		kv, err := ensureKeyValue(ctx, js, cfg)
-		if err == nil || !unanswered(err) || ctx.Err() != nil || !b.Wait(ctx) {
-			return kv, err
-		}
-	}
+	return UntilAnswered(ctx, func() (jetstream.KeyValue, error) { return ensureKeyValue(ctx, js, cfg) })
 }
 
 func ensureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	kv, err := js.CreateKeyValue(rctx, cfg)
 	cancel()
 	if errors.Is(err, jetstream.ErrBucketExists) {
 		// There with another config (an upgrade, other flags).
-		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		rctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 		kv, err = js.UpdateKeyValue(rctx, cfg)
 		cancel()
 	}

@@ -118,23 +118,32 @@ func EnsurePartitionedStream(ctx context.Context, nc *nats.Conn, js jetstream.Je
 		return nil, fmt.Errorf("stream %s: %d partitions, want at least 1", StreamName, partitions)
 	}
 	want := PartitionedStreamConfig(so, partitions, replicas, nc.MaxPayload())
+	return UntilAnswered(ctx, func() (jetstream.Stream, error) {
+		return ensurePartitioned(ctx, js, want, so, logOrDiscard(log))
+	})
+}
+
+// UntilAnswered calls f, each of whose JetStream requests is bounded by
+// RequestTimeout, until it succeeds, fails otherwise than unanswered, or
+// ctx ends, with a backoff between tries.
+func UntilAnswered[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	b := Backoff{Min: 50 * time.Millisecond, Max: time.Second}
 	for {
-		st, err := ensurePartitioned(ctx, js, want, so, logOrDiscard(log))
+		v, err := f()
 		if err == nil || !unanswered(err) || ctx.Err() != nil || !b.Wait(ctx) {
-			return st, err
+			return v, err
 		}
 	}
 }
 
-// requestTimeout bounds one JetStream API request of EnsurePartitionedStream.
+// RequestTimeout bounds one JetStream API request of UntilAnswered's callers.
 // Analyzers starting together create and update the stream together, and a
 // JetStream cluster may leave a request about a stream unanswered while
 // another request changes it (seen with nats-server 2.15: of three
 // concurrent updates, one timed out; info requests during its creation
 // too). Such a request is asked again, and finds the stream as the other
 // analyzer left it.
-const requestTimeout = 2 * time.Second
+const RequestTimeout = 2 * time.Second
 
 // unanswered: a JetStream API request got no answer in time, or the
 // cluster has no leader yet to answer it.
@@ -149,11 +158,11 @@ const jsClusterNotAvailable jetstream.ErrorCode = 10008
 
 // ensurePartitioned is one attempt of EnsurePartitionedStream.
 func ensurePartitioned(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, so StreamOptions, log *slog.Logger) (jetstream.Stream, error) {
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	st, err := js.Stream(rctx, StreamName)
 	cancel()
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		rctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 		st, err = js.CreateStream(rctx, want)
 		cancel()
 		if err == nil {
@@ -174,7 +183,7 @@ func ensurePartitioned(ctx context.Context, js jetstream.JetStream, want jetstre
 	if len(changes) == 0 {
 		return st, nil
 	}
-	rctx, cancel = context.WithTimeout(ctx, requestTimeout)
+	rctx, cancel = context.WithTimeout(ctx, RequestTimeout)
 	st, err = js.UpdateStream(rctx, next)
 	cancel()
 	if err != nil {
