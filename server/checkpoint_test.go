@@ -61,30 +61,7 @@ type placed struct {
 // each (the shipper's wire format) and says where each record landed.
 func publishPlaced(t *testing.T, js jetstream.JetStream, recs []parsers.Record, n int) []placed {
 	t.Helper()
-	var out []placed
-	for len(recs) > 0 {
-		k := 1
-		for k < min(n, len(recs)) && recs[k].Node == recs[0].Node && recs[k].Cluster == recs[0].Cluster {
-			k++
-		}
-		b := recs[:k]
-		recs = recs[k:]
-		var body []byte
-		for i := range b {
-			body = transport.AppendRecord(body, &b[i])
-		}
-		msg := &nats.Msg{Subject: transport.LogsSubject(b[0].Cluster, b[0].Node), Data: body, Header: nats.Header{}}
-		msg.Header.Set(transport.HeaderMsgID, transport.MsgID(b[0].ID, len(b)))
-		msg.Header.Set(transport.HeaderCount, strconv.Itoa(len(b)))
-		ack, err := js.PublishMsg(context.Background(), msg)
-		if err != nil {
-			t.Fatalf("publish: %v", err)
-		}
-		for i := range b {
-			out = append(out, placed{b[i], ack.Sequence, i})
-		}
-	}
-	return out
+	return publishBatches(t, js, recs, n, func(a, b *parsers.Record) bool { return a.Node == b.Node && a.Cluster == b.Cluster })
 }
 
 // waitConsumed waits until the analyzer acknowledged every message.

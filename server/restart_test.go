@@ -83,9 +83,20 @@ func seedRecords(t *testing.T) []parsers.Record {
 // format; a batch holds one cluster's records, as a shipper's do.
 func publishRecords(t *testing.T, js jetstream.JetStream, recs []parsers.Record, n int) {
 	t.Helper()
+	publishBatches(t, js, recs, n, func(a, b *parsers.Record) bool { return a.Cluster == b.Cluster })
+}
+
+// publishBatches publishes recs in messages of up to n records that
+// together(first, next) says belong in one batch, and says where each
+// record landed. At least once, as the shipper does: a publish in flight
+// when a server died gets no ack, so it is sent again under the same
+// Nats-Msg-Id and the stream's duplicate window drops a second copy.
+func publishBatches(t *testing.T, js jetstream.JetStream, recs []parsers.Record, n int, together func(first, next *parsers.Record) bool) []placed {
+	t.Helper()
+	var out []placed
 	for len(recs) > 0 {
 		k := 1
-		for k < min(n, len(recs)) && recs[k].Cluster == recs[0].Cluster {
+		for k < min(n, len(recs)) && together(&recs[0], &recs[k]) {
 			k++
 		}
 		b := recs[:k]
@@ -97,15 +108,15 @@ func publishRecords(t *testing.T, js jetstream.JetStream, recs []parsers.Record,
 		msg := &nats.Msg{Subject: transport.LogsSubject(b[0].Cluster, b[0].Node), Data: body, Header: nats.Header{}}
 		msg.Header.Set(transport.HeaderMsgID, transport.MsgID(b[0].ID, len(b)))
 		msg.Header.Set(transport.HeaderCount, strconv.Itoa(len(b)))
-		// At least once, as the shipper does: a publish in flight when the
-		// server died gets no ack, so it is sent again under the same
-		// Nats-Msg-Id and the stream's duplicate window drops a second copy.
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err := js.PublishMsg(ctx, msg, jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
+			ack, err := js.PublishMsg(ctx, msg, jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
 			cancel()
 			if err == nil {
+				for i := range b {
+					out = append(out, placed{b[i], ack.Sequence, i})
+				}
 				break
 			}
 			if time.Now().After(deadline) {
@@ -113,6 +124,7 @@ func publishRecords(t *testing.T, js jetstream.JetStream, recs []parsers.Record,
 			}
 		}
 	}
+	return out
 }
 
 type proc struct {
