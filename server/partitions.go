@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -45,6 +46,7 @@ import (
 func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsURL, httpAddr string) (func(context.Context) error, error) {
 	c := s.cfg.Cluster
 	var parts, replicas int
+	var info *jetstream.StreamInfo
 	st, err := s.waitStream(ctx, natsURL, func(ctx context.Context) (jetstream.Stream, error) {
 		var err error
 		if parts, err = s.partitionCount(ctx, js); err != nil {
@@ -59,16 +61,12 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 		if err == nil {
 			// Created by another member a moment ago, it may not be
 			// placed yet.
-			_, err = st.Info(ctx)
+			info, err = st.Info(ctx)
 		}
 		return st, err
 	})
 	if err != nil {
 		return nil, err
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("stream info: %w", err)
 	}
 	s.streamCreated = info.Created
 	if err := s.hook.open(ctx, js); err != nil {
@@ -357,7 +355,6 @@ const progressName = "partitions.json"
 // index holds every record of the partition up to.
 type progress struct {
 	path string
-	log  interface{ Warn(string, ...any) }
 
 	mu      sync.Mutex
 	file    progressFile
@@ -369,8 +366,8 @@ type progressFile struct {
 	Indexed map[string]uint64 `json:"indexed"`
 }
 
-func loadProgress(path string, created time.Time, log interface{ Warn(string, ...any) }) *progress {
-	p := &progress{path: path, log: log, file: progressFile{Stream: created, Indexed: map[string]uint64{}}}
+func loadProgress(path string, created time.Time, log *slog.Logger) *progress {
+	p := &progress{path: path, file: progressFile{Stream: created, Indexed: map[string]uint64{}}}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return p
@@ -420,7 +417,7 @@ func (p *progress) save() error {
 type claimSink struct {
 	claims *cluster.Claims
 	next   sink.Sink
-	log    interface{ Warn(string, ...any) }
+	log    *slog.Logger
 }
 
 func (c *claimSink) Announce(ctx context.Context, fs []rule.Finding) error {
