@@ -62,7 +62,8 @@ func TestImportGraphRulesFire(t *testing.T) {
 		return listedPackage{ImportPath: module + "/" + p, Module: &struct{ Path string }{module}, Imports: imports, Deps: imports}
 	}
 	base := []listedPackage{std("fmt"), mod("parsers", "fmt"), mod("transport", "fmt", module+"/parsers"),
-		mod("shipper", module+"/transport"), mod("server", module+"/transport"), mod("cmd/shipper", module+"/shipper")}
+		mod("shipper", module+"/transport"), mod("server", module+"/transport"), mod("cmd/shipper", module+"/shipper"),
+		mod("finding", "fmt"), mod("rule", module+"/finding"), mod("sink", module+"/finding")}
 	if v := importViolations(base); len(v) != 0 {
 		t.Fatalf("a clean graph is reported: %v", v)
 	}
@@ -82,6 +83,14 @@ func TestImportGraphRulesFire(t *testing.T) {
 		"server imports " + module + "/shipper": func(g []listedPackage) []listedPackage {
 			g[4].Deps = append(g[4].Deps, module+"/shipper")
 			return g
+		},
+		"sink imports " + module + "/rule": func(g []listedPackage) []listedPackage {
+			g[8].Deps = append(g[8].Deps, module+"/rule")
+			return g
+		},
+		"finding imports gopkg.in/yaml.v3": func(g []listedPackage) []listedPackage {
+			g[6].Deps = append(g[6].Deps, "gopkg.in/yaml.v3")
+			return append(g, listedPackage{ImportPath: "gopkg.in/yaml.v3"})
 		},
 		"imports the command " + module + "/cmd/shipper": func(g []listedPackage) []listedPackage {
 			g[3].XTestImports = append(g[3].XTestImports, module+"/cmd/shipper")
@@ -110,6 +119,9 @@ func decodeList(out []byte) ([]listedPackage, error) {
 		pkgs = append(pkgs, p)
 	}
 }
+
+// findingOnly are the packages that carry findings but never evaluate rules.
+var findingOnly = []string{"index", "index/fanout", "web", "sink", "cluster", "report"}
 
 // importViolations checks pkgs (go list -deps -json of the module) against
 // the rules of TestImportGraph.
@@ -145,6 +157,21 @@ func importViolations(pkgs []listedPackage) []string {
 		}
 	} else {
 		out = append(out, "no package server in the list")
+	}
+	// Findings travel everywhere; the rule engine that makes them does not.
+	if p, ok := byPath[module+"/finding"]; ok {
+		for _, d := range p.Deps {
+			if dp, ok := byPath[d]; !ok || !dp.Standard {
+				out = append(out, "finding imports "+d+": it must stay a leaf on the standard library")
+			}
+		}
+	} else {
+		out = append(out, "no package finding in the list")
+	}
+	for _, name := range findingOnly {
+		if p, ok := byPath[module+"/"+name]; ok && slices.Contains(p.Deps, module+"/rule") {
+			out = append(out, name+" imports "+module+"/rule (directly or not): it needs findings, not the engine; import "+module+"/finding")
+		}
 	}
 	for _, p := range pkgs {
 		if p.Module == nil || p.Module.Path != module {

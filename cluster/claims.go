@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/sink"
 )
 
@@ -23,25 +23,25 @@ type Claims struct {
 	by string
 
 	mu   sync.Mutex
-	view map[string]rule.Finding // the bucket, as the watcher saw it
+	view map[string]finding.Finding // the bucket, as the watcher saw it
 }
 
 // claim is a finding as stored: the version announced and who announced it
 // (to recognize a write of ours whose reply was lost).
 type claim struct {
-	Finding rule.Finding `json:"finding"`
-	By      string       `json:"by"`
+	Finding finding.Finding `json:"finding"`
+	By      string          `json:"by"`
 }
 
 func newClaims(kv jetstream.KeyValue, by string) *Claims {
-	return &Claims{kv: kv, by: by, view: map[string]rule.Finding{}}
+	return &Claims{kv: kv, by: by, view: map[string]finding.Finding{}}
 }
 
 // Claim announces f if it is a newer version (sink.Newer) than the one
 // stored: it returns f with its revision set and true when this call won
 // the compare-and-set, false when the stored version is as new, or another
 // member won.
-func (c *Claims) Claim(ctx context.Context, f rule.Finding) (rule.Finding, bool, error) {
+func (c *Claims) Claim(ctx context.Context, f finding.Finding) (finding.Finding, bool, error) {
 	for {
 		e, err := c.kv.Get(ctx, f.ID)
 		var old claim
@@ -75,17 +75,17 @@ func (c *Claims) Claim(ctx context.Context, f rule.Finding) (rule.Finding, bool,
 }
 
 // Stored returns the stored version of finding id, if any.
-func (c *Claims) Stored(ctx context.Context, id string) (rule.Finding, bool, error) {
+func (c *Claims) Stored(ctx context.Context, id string) (finding.Finding, bool, error) {
 	e, err := c.kv.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return rule.Finding{}, false, nil
+		return finding.Finding{}, false, nil
 	}
 	if err != nil {
-		return rule.Finding{}, false, err
+		return finding.Finding{}, false, err
 	}
 	var cl claim
 	if err := json.Unmarshal(e.Value(), &cl); err != nil {
-		return rule.Finding{}, false, err
+		return finding.Finding{}, false, err
 	}
 	return cl.Finding, true, nil
 }
@@ -126,16 +126,16 @@ func (c *Claims) Watch(ctx context.Context) error {
 	}
 }
 
-// Findings are all the findings announced by any member, in rule.Order.
-func (c *Claims) Findings() []rule.Finding {
+// Findings are all the findings announced by any member, in finding.Order.
+func (c *Claims) Findings() []finding.Finding {
 	c.mu.Lock()
-	out := make([]rule.Finding, 0, len(c.view))
+	out := make([]finding.Finding, 0, len(c.view))
 	for _, f := range c.view {
 		out = append(out, f)
 	}
 	c.mu.Unlock()
-	slices.SortFunc(out, func(a, b rule.Finding) int { return strings.Compare(a.ID, b.ID) })
-	return rule.Order(out)
+	slices.SortFunc(out, func(a, b finding.Finding) int { return strings.Compare(a.ID, b.ID) })
+	return finding.Order(out)
 }
 
 // State keeps a small value per partition (serve's replay checkpoint).

@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/rule"
 )
 
 func joinTest(t *testing.T, url, name string) *Node {
@@ -37,7 +37,7 @@ func joinTest(t *testing.T, url, name string) *Node {
 func TestClaimsAnnounceEachVersionOnce(t *testing.T) {
 	srv := testutil.RunJetStreamServer(t)
 	a, b, c := joinTest(t, srv.ClientURL(), "a"), joinTest(t, srv.ClientURL(), "b"), joinTest(t, srv.ClientURL(), "c")
-	versions := []rule.Finding{
+	versions := []finding.Finding{
 		{ID: "f1", Status: "active", Updates: 0},
 		{ID: "f1", Status: "active", Updates: 1},
 		{ID: "f1", Status: "active", Updates: 1, ExplainedBy: "root"},
@@ -45,7 +45,7 @@ func TestClaimsAnnounceEachVersionOnce(t *testing.T) {
 	}
 	ctx := context.Background()
 	var mu sync.Mutex
-	var won []rule.Finding
+	var won []finding.Finding
 	var wg sync.WaitGroup
 	for _, n := range []*Node{a, b} {
 		wg.Go(func() {

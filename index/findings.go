@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 )
 
 // Findings are few (tens per launch) and always read whole, so they live in
@@ -25,7 +25,7 @@ func (x *Index) loadFindings() error {
 	if err != nil {
 		return fmt.Errorf("read findings: %w", err)
 	}
-	var fs []rule.Finding
+	var fs []finding.Finding
 	if err := json.Unmarshal(b, &fs); err != nil {
 		return fmt.Errorf("read findings %s: %w", x.findingsPath(), err)
 	}
@@ -36,7 +36,7 @@ func (x *Index) loadFindings() error {
 // PutFindings upserts findings by ID (a finding seen again replaces the
 // stored one, so ingesting the same logs twice keeps one copy) and writes
 // the file.
-func (x *Index) PutFindings(fs []rule.Finding) error {
+func (x *Index) PutFindings(fs []finding.Finding) error {
 	if x.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -44,7 +44,7 @@ func (x *Index) PutFindings(fs []rule.Finding) error {
 	defer x.findingsMu.Unlock()
 	all := slices.Clone(x.findings)
 	for _, f := range fs {
-		i := slices.IndexFunc(all, func(g rule.Finding) bool { return g.ID == f.ID })
+		i := slices.IndexFunc(all, func(g finding.Finding) bool { return g.ID == f.ID })
 		if i >= 0 {
 			all[i] = f
 		} else {
@@ -65,21 +65,21 @@ func (x *Index) PutFindings(fs []rule.Finding) error {
 
 // Findings returns the stored findings: root causes first, then by
 // severity and first appearance.
-func (x *Index) Findings() []rule.Finding {
+func (x *Index) Findings() []finding.Finding {
 	x.findingsMu.Lock()
 	defer x.findingsMu.Unlock()
 	return slices.Clone(x.findings)
 }
 
-func sortFindings(fs []rule.Finding) {
-	slices.SortStableFunc(fs, func(a, b rule.Finding) int {
+func sortFindings(fs []finding.Finding) {
+	slices.SortStableFunc(fs, func(a, b finding.Finding) int {
 		if (a.ExplainedBy == "") != (b.ExplainedBy == "") {
 			if a.ExplainedBy == "" {
 				return -1
 			}
 			return 1
 		}
-		if d := rule.SeverityRank(b.Severity) - rule.SeverityRank(a.Severity); d != 0 {
+		if d := finding.Severity(b.Severity).Rank() - finding.Severity(a.Severity).Rank(); d != 0 {
 			return d
 		}
 		return a.FirstSeen.Compare(b.FirstSeen)

@@ -30,9 +30,9 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/mapping"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/atomicfile"
 	"github.com/faultline/faultline/parsers"
-	"github.com/faultline/faultline/rule"
 )
 
 // Options tune an index. The zero value is usable.
@@ -107,7 +107,7 @@ type Index struct {
 	lo, hi      time.Time
 
 	findingsMu sync.Mutex
-	findings   []rule.Finding
+	findings   []finding.Finding
 
 	added   atomic.Uint64 // events accepted by Add
 	indexed atomic.Uint64 // events in completed batches

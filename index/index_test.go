@@ -11,8 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
-	"github.com/faultline/faultline/rule"
 )
 
 var t0 = time.Date(2026, 3, 14, 9, 26, 0, 0, time.UTC)
@@ -211,7 +211,7 @@ func TestReindexDoesNotDuplicate(t *testing.T) {
 	}
 	addAll(t, x, seedEvents())
 	addAll(t, x, seedEvents())
-	if err := x.PutFindings([]rule.Finding{{ID: "f1", Title: "a"}}); err != nil {
+	if err := x.PutFindings([]finding.Finding{{ID: "f1", Title: "a"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := x.Close(); err != nil {
@@ -225,7 +225,7 @@ func TestReindexDoesNotDuplicate(t *testing.T) {
 	}
 	defer x.Close()
 	addAll(t, x, seedEvents())
-	if err := x.PutFindings([]rule.Finding{{ID: "f1", Title: "b"}, {ID: "f2"}}); err != nil {
+	if err := x.PutFindings([]finding.Finding{{ID: "f1", Title: "b"}, {ID: "f2"}}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := x.DocCount()

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
-	"github.com/faultline/faultline/rule"
 )
 
 // Searcher is the read side of an index, what the HTTP API and UI (web)
@@ -17,7 +17,7 @@ type Searcher interface {
 	Search(ctx context.Context, q Query) (Result, error)
 	Context(ctx context.Context, id string, n int) (Context, error)
 	Bounds(ctx context.Context) (lo, hi time.Time, err error)
-	Findings() []rule.Finding
+	Findings() []finding.Finding
 	DocCount() (uint64, error)
 	Stats() Stats
 }
@@ -28,7 +28,7 @@ type Store interface {
 	Searcher
 	Add(ev *parsers.Event) error
 	Flush(ctx context.Context) error
-	PutFindings(fs []rule.Finding) error
+	PutFindings(fs []finding.Finding) error
 	Close() error
 }
 

@@ -9,11 +9,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 )
 
-// JSON writes one finding per line, in the schema of rule.Finding.
-func JSON(w io.Writer, findings []rule.Finding) error {
+// JSON writes one finding per line, in the schema of finding.Finding.
+func JSON(w io.Writer, findings []finding.Finding) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, f := range findings {
@@ -21,10 +21,10 @@ func JSON(w io.Writer, findings []rule.Finding) error {
 			f.Nodes = []string{}
 		}
 		if f.RuledOut == nil {
-			f.RuledOut = []rule.RuledOut{}
+			f.RuledOut = []finding.RuledOut{}
 		}
 		if f.Evidence == nil {
-			f.Evidence = []rule.Evidence{}
+			f.Evidence = []finding.Evidence{}
 		}
 		if err := enc.Encode(f); err != nil {
 			return err
@@ -36,14 +36,14 @@ func JSON(w io.Writer, findings []rule.Finding) error {
 // Text writes findings for a reader: active root causes grouped by
 // severity, each followed by the findings it explains, then the findings
 // that a later healthy launch resolved.
-func Text(w io.Writer, findings []rule.Finding) {
+func Text(w io.Writer, findings []finding.Finding) {
 	TextWithRoots(w, findings, nil)
 }
 
 // TextWithRoots is Text for a part of the findings (a live update): the
 // root causes of consequences that are not among them come from roots.
-func TextWithRoots(w io.Writer, findings []rule.Finding, roots map[string]rule.Finding) {
-	byID := map[string]rule.Finding{}
+func TextWithRoots(w io.Writer, findings []finding.Finding, roots map[string]finding.Finding) {
+	byID := map[string]finding.Finding{}
 	for id, f := range roots {
 		byID[id] = f
 	}
@@ -52,8 +52,8 @@ func TextWithRoots(w io.Writer, findings []rule.Finding, roots map[string]rule.F
 	}
 	section := ""
 	for _, f := range findings {
-		head := strings.ToUpper(f.Severity)
-		if f.Status != "active" {
+		head := strings.ToUpper(string(f.Severity))
+		if f.Status != finding.Active {
 			head = "RESOLVED (a later launch came up healthy)"
 		}
 		if f.ExplainedBy == "" && head != section {
@@ -65,7 +65,7 @@ func TextWithRoots(w io.Writer, findings []rule.Finding, roots map[string]rule.F
 }
 
 // Block writes one finding. root is the finding it is a consequence of, if any.
-func Block(w io.Writer, f rule.Finding, root rule.Finding) {
+func Block(w io.Writer, f finding.Finding, root finding.Finding) {
 	indent := ""
 	if f.ExplainedBy != "" {
 		indent = "    "
@@ -73,7 +73,7 @@ func Block(w io.Writer, f rule.Finding, root rule.Finding) {
 	} else {
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%s[%s] %s — %s\n", indent, strings.ToUpper(f.Severity), f.Rule, f.Title)
+	fmt.Fprintf(w, "%s[%s] %s — %s\n", indent, strings.ToUpper(string(f.Severity)), f.Rule, f.Title)
 	fmt.Fprintf(w, "%s  cause %s · confidence %s · cluster %s · launch %d · nodes %s · id %s\n",
 		indent, f.Cause, f.Confidence, f.Cluster, f.Launch, strings.Join(f.Nodes, ", "), f.ID)
 	para(w, indent+"  ", "What happened", f.Summary)

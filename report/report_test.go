@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 )
 
 // TestEvidenceWrapsNotCuts: a long evidence line is printed whole, wrapped
@@ -16,10 +16,10 @@ func TestEvidenceWrapsNotCuts(t *testing.T) {
 		"f44f302863fc5ee615c8c14d76c330e9948eb81721a78e8bc1ab5eac started. Raylet consists of node_manager and " +
 		"object_manager. node_manager address: 10.1.230.180:42131 object_manager address: 10.1.230.180:38225 " +
 		"hostname: spark-1 — état «prêt» " + strings.Repeat("x", 200)
-	f := rule.Finding{Severity: "critical", Rule: "r", Title: "t", Cause: "c", ID: "id",
-		Evidence: []rule.Evidence{{Node: "spark-1", File: "raylet.out", Line: 17, Text: text + "\nsecond line"}}}
+	f := finding.Finding{Severity: "critical", Rule: "r", Title: "t", Cause: "c", ID: "id",
+		Evidence: []finding.Evidence{{Node: "spark-1", File: "raylet.out", Line: 17, Text: text + "\nsecond line"}}}
 	var b strings.Builder
-	Block(&b, f, rule.Finding{})
+	Block(&b, f, finding.Finding{})
 	out := b.String()
 	if !utf8.ValidString(out) {
 		t.Errorf("output is not valid UTF-8")

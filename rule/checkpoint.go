@@ -1,6 +1,10 @@
 package rule
 
-import "maps"
+import (
+	"maps"
+
+	"github.com/faultline/faultline/finding"
+)
 
 // Checkpoint says, per cluster, where the earliest launch the engine still
 // keeps began: the stream position and ID of the record that opened it and
@@ -76,7 +80,7 @@ func (e *Engine) Checkpoint() Checkpoint {
 // re-derived by the replay, so they are taken as they are; a later launch
 // that comes up healthy still resolves them. The others are left to the
 // replay.
-func (e *Engine) Restore(cp Checkpoint, earlier []Finding) {
+func (e *Engine) Restore(cp Checkpoint, earlier []finding.Finding) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, m := range cp {
@@ -93,8 +97,8 @@ func (e *Engine) Restore(cp Checkpoint, earlier []Finding) {
 		}
 		c := f
 		c.Nodes = append([]string(nil), f.Nodes...)
-		c.Evidence = append([]Evidence(nil), f.Evidence...)
-		c.RuledOut = append([]RuledOut(nil), f.RuledOut...)
+		c.Evidence = append([]finding.Evidence(nil), f.Evidence...)
+		c.RuledOut = append([]finding.RuledOut(nil), f.RuledOut...)
 		e.findings[f.ID] = &c
 		r := byID[f.Rule]
 		if r == nil {

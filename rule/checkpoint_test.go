@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
 )
@@ -76,7 +77,7 @@ type clusterView struct {
 	Launches []launchView
 }
 
-func engineState(e *Engine) (map[string]clusterView, []Finding) {
+func engineState(e *Engine) (map[string]clusterView, []finding.Finding) {
 	e.mu.Lock()
 	out := map[string]clusterView{}
 	for name, cs := range e.clusters {
@@ -91,7 +92,7 @@ func engineState(e *Engine) (map[string]clusterView, []Finding) {
 	return out, e.Findings()
 }
 
-func ids(fs []Finding) []string {
+func ids(fs []finding.Finding) []string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, fmt.Sprintf("%s %s launch %d %s", f.ID, f.Rule, f.Launch, f.Status))
@@ -142,7 +143,7 @@ func checkReplays(t *testing.T, rules []*Rule, evs []*parsers.Event, step int) (
 			t.Fatalf("cut at %d (checkpoint %v): findings\n got %q\nwant %q", cut, cp, ids(gotFindings), ids(wantFindings))
 		}
 		// Findings() orders ties by map iteration; compare by ID.
-		byID := func(a, b Finding) int { return strings.Compare(a.ID, b.ID) }
+		byID := func(a, b finding.Finding) int { return strings.Compare(a.ID, b.ID) }
 		slices.SortFunc(gotFindings, byID)
 		slices.SortFunc(wantFindings, byID)
 		if !reflect.DeepEqual(gotFindings, wantFindings) {
@@ -269,7 +270,7 @@ func TestFindingIDsIgnoreTheLaunchCounter(t *testing.T) {
 		}
 	}
 	// What a replay from cp re-derives: the findings of the kept launches.
-	want := map[string]Finding{}
+	want := map[string]finding.Finding{}
 	for _, f := range full.Findings() {
 		if f.Launch >= cp[f.Cluster].Num {
 			want[f.ID] = f

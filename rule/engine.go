@@ -13,6 +13,7 @@ import (
 
 	"github.com/expr-lang/expr"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 )
 
@@ -36,7 +37,7 @@ type Engine struct {
 	gen      uint64
 	memo     regexMemo
 	clusters map[string]*clusterState
-	findings map[string]*Finding
+	findings map[string]*finding.Finding
 	ruleOf   map[string]*Rule // finding id -> rule that raised it
 	errors   map[string]*ErrorStat
 
@@ -79,7 +80,7 @@ type factState struct {
 type valueInfo struct {
 	nodes    []string
 	owner    string // node that stated this value about itself (MatchSpec.Self)
-	evidence []Evidence
+	evidence []finding.Evidence
 }
 
 // regexMemo remembers the regex results of the current event: several rules
@@ -227,7 +228,7 @@ func NewEngine(rules []*Rule) *Engine {
 		rules:    rules,
 		idx:      buildIndex(rules),
 		clusters: map[string]*clusterState{},
-		findings: map[string]*Finding{},
+		findings: map[string]*finding.Finding{},
 		ruleOf:   map[string]*Rule{},
 		errors:   map[string]*ErrorStat{},
 		times:    map[string]*RuleTime{},
@@ -310,12 +311,12 @@ var (
 
 // Observe feeds one event to the rules and returns the findings it created or
 // changed (copies).
-func (e *Engine) Observe(ev *parsers.Event) []Finding { return e.ObserveAt(ev, 0) }
+func (e *Engine) Observe(ev *parsers.Event) []finding.Finding { return e.ObserveAt(ev, 0) }
 
 // ObserveAt is Observe for an event read at stream position pos (increasing
 // in stream order; 0: unknown). A launch remembers the position of the
 // record that opened it, for Checkpoint.
-func (e *Engine) ObserveAt(ev *parsers.Event, pos uint64) []Finding {
+func (e *Engine) ObserveAt(ev *parsers.Event, pos uint64) []finding.Finding {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cluster := ev.Cluster
@@ -344,7 +345,7 @@ func (e *Engine) ObserveAt(ev *parsers.Event, pos uint64) []Finding {
 	for _, p := range hits {
 		marks |= e.idx.markOf[p]
 	}
-	var changed []Finding
+	var changed []finding.Finding
 	if marks != 0 {
 		changed = append(changed, e.trackLaunch(cluster, cs, ev, pos, text, marks)...)
 	}
@@ -451,7 +452,7 @@ func (e *Engine) newLaunch(cs *clusterState, opener string, ev *parsers.Event, p
 
 // trackLaunch starts a new launch on a launch marker and resolves the
 // findings of earlier launches when a launch comes up healthy.
-func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event, pos uint64, msg string, marks uint8) []Finding {
+func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event, pos uint64, msg string, marks uint8) []finding.Finding {
 	ls := cs.launches[len(cs.launches)-1]
 	switch {
 	case marks&(1<<markRayHead) != 0:
@@ -477,8 +478,8 @@ func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event
 		ls.healthy = true
 		out := e.reevaluateOutcome(cluster, ls, ev)
 		for _, f := range e.findings {
-			if f.Cluster == cluster && f.Launch < ls.num && f.Status == "active" {
-				f.Status = "resolved"
+			if f.Cluster == cluster && f.Launch < ls.num && f.Status == finding.Active {
+				f.Status = finding.Resolved
 				f.Updates++
 				out = append(out, e.snapshot(f))
 			}
@@ -490,8 +491,8 @@ func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event
 
 // reevaluateOutcome re-runs the rules whose conditions read the outcome, now
 // that it changed.
-func (e *Engine) reevaluateOutcome(cluster string, ls *launchState, ev *parsers.Event) []Finding {
-	var out []Finding
+func (e *Engine) reevaluateOutcome(cluster string, ls *launchState, ev *parsers.Event) []finding.Finding {
+	var out []finding.Finding
 	for _, r := range e.rules {
 		if !r.usesOutcome {
 			continue
@@ -640,7 +641,7 @@ func (e *Engine) record(ls *launchState, key string, vals []string, self bool, e
 // evidenceOf points at the physical line of a record that holds the match:
 // for a 40-line traceback or a `ray status` block, the line that proved the
 // fact is what a reader wants to see.
-func evidenceOf(ev *parsers.Event, factName, hit string) Evidence {
+func evidenceOf(ev *parsers.Event, factName, hit string) finding.Evidence {
 	text, line := ev.Text, ev.Line
 	if strings.IndexByte(text, '\n') >= 0 && hit != "" {
 		firstHitLine := hit
@@ -662,7 +663,7 @@ func evidenceOf(ev *parsers.Event, factName, hit string) Evidence {
 	if len(text) > maxEvidenceText {
 		text = text[:maxEvidenceText] + " …"
 	}
-	return Evidence{Fact: factName, Node: ev.Node, File: ev.File, Line: line, Time: ev.Time, Text: text, RecordID: ev.ID}
+	return finding.Evidence{Fact: factName, Node: ev.Node, File: ev.File, Line: line, Time: ev.Time, Text: text, RecordID: ev.ID}
 }
 
 // env builds the expression environment of a rule: each fact as the list of
@@ -693,7 +694,7 @@ func (r *Rule) env(ls *launchState) map[string]any {
 	return env
 }
 
-func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.Event) *Finding {
+func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.Event) *finding.Finding {
 	env := r.env(ls)
 	start := time.Now()
 	ok, err := expr.Run(r.condition, env)
@@ -710,8 +711,8 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 		// A finding whose condition no longer holds (a later fact
 		// contradicted it) is retracted, not left standing.
 		for _, f := range e.findings {
-			if f.Rule == r.ID && f.Cluster == cluster && f.Launch == ls.num && f.Status == "active" {
-				f.Status = "retracted"
+			if f.Rule == r.ID && f.Cluster == cluster && f.Launch == ls.num && f.Status == finding.Active {
+				f.Status = finding.Retracted
 				f.Updates++
 				snap := e.snapshot(f)
 				return &snap
@@ -730,14 +731,14 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 	id := findingID(r.ID, cluster, ls.opener, keyVals)
 	f := e.findings[id]
 	if f == nil {
-		f = &Finding{ID: id, Rule: r.ID, Cause: r.Cause, Severity: r.Severity, Cluster: cluster,
-			Launch: ls.num, LaunchID: launchID(cluster, ls.opener), Status: "active", FirstSeen: ev.Time}
+		f = &finding.Finding{ID: id, Rule: r.ID, Cause: r.Cause, Severity: finding.Severity(r.Severity), Cluster: cluster,
+			Launch: ls.num, LaunchID: launchID(cluster, ls.opener), Status: finding.Active, FirstSeen: ev.Time}
 		e.findings[id] = f
 		e.ruleOf[id] = r
 	}
 	f.LastSeen = ev.Time
-	if f.Status == "retracted" {
-		f.Status = "active"
+	if f.Status == finding.Retracted {
+		f.Status = finding.Active
 	}
 	before := fingerprint(f)
 	e.fill(f, r, cluster, ls, env)
@@ -750,13 +751,13 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 }
 
 // fill renders a finding from the facts of its launch.
-func (e *Engine) fill(f *Finding, r *Rule, cluster string, ls *launchState, env map[string]any) {
+func (e *Engine) fill(f *finding.Finding, r *Rule, cluster string, ls *launchState, env map[string]any) {
 	data := map[string]any{"cluster": cluster, "launch": ls.num, "outcome": ls.outcome()}
 	owned := map[string]string{}
 	pairs := map[string][]Pair{}
 	nodeSet := map[string]bool{}
 	facts := map[string][]string{}
-	var evidence []Evidence
+	var evidence []finding.Evidence
 	evFacts := r.Evidence
 	if len(evFacts) == 0 {
 		evFacts = r.factNames
@@ -822,9 +823,9 @@ func (e *Engine) fill(f *Finding, r *Rule, cluster string, ls *launchState, env 
 	f.Title = render(r.title, data)
 	f.Summary = render(r.summary, data)
 	f.Remediation = render(r.remediation, data)
-	f.Severity = render(r.severity, data)
-	if SeverityRank(f.Severity) == 0 {
-		f.Severity = SeverityWarning
+	f.Severity = finding.Severity(render(r.severity, data))
+	if f.Severity.Rank() == 0 {
+		f.Severity = finding.Warning
 	}
 	f.Confidence = render(r.confidence, data)
 	switch f.Confidence {
@@ -839,16 +840,16 @@ func (e *Engine) fill(f *Finding, r *Rule, cluster string, ls *launchState, env 
 			continue
 		}
 		if b, _ := ok.(bool); b {
-			f.RuledOut = append(f.RuledOut, RuledOut{Cause: ro.cause, Reason: render(ro.reason, data)})
+			f.RuledOut = append(f.RuledOut, finding.RuledOut{Cause: ro.cause, Reason: render(ro.reason, data)})
 		}
 	}
 }
 
-func fingerprint(f *Finding) string {
+func fingerprint(f *finding.Finding) string {
 	var b strings.Builder
 	b.WriteString(f.Summary)
-	b.WriteString(f.Status)
-	b.WriteString(f.Severity)
+	b.WriteString(string(f.Status))
+	b.WriteString(string(f.Severity))
 	b.WriteString(f.Confidence)
 	for _, ev := range f.Evidence {
 		b.WriteString(ev.RecordID)
@@ -894,11 +895,11 @@ func openerID(ev *parsers.Event) string {
 
 // snapshot copies a finding (so callers never share the engine's slices) and
 // sets ExplainedBy from the findings present now.
-func (e *Engine) snapshot(f *Finding) Finding {
+func (e *Engine) snapshot(f *finding.Finding) finding.Finding {
 	c := *f
 	c.Nodes = append([]string(nil), f.Nodes...)
-	c.Evidence = append([]Evidence(nil), f.Evidence...)
-	c.RuledOut = append([]RuledOut(nil), f.RuledOut...)
+	c.Evidence = append([]finding.Evidence(nil), f.Evidence...)
+	c.RuledOut = append([]finding.RuledOut(nil), f.RuledOut...)
 	c.Facts = make(map[string][]string, len(f.Facts))
 	for k, v := range f.Facts {
 		c.Facts[k] = append([]string(nil), v...)
@@ -909,9 +910,9 @@ func (e *Engine) snapshot(f *Finding) Finding {
 
 // explainer returns the id of a finding of the same launch whose rule
 // declares that it explains f's cause (the root cause f is a consequence of).
-func (e *Engine) explainer(f *Finding) string {
+func (e *Engine) explainer(f *finding.Finding) string {
 	best := ""
-	var bestF *Finding
+	var bestF *finding.Finding
 	for id, g := range e.findings {
 		if id == f.ID || g.Cluster != f.Cluster || g.Launch != f.Launch || g.Cause == f.Cause {
 			continue
@@ -923,8 +924,8 @@ func (e *Engine) explainer(f *Finding) string {
 		if contains(e.ruleOf[f.ID].Explains, g.Cause) {
 			continue
 		}
-		if bestF == nil || SeverityRank(g.Severity) > SeverityRank(bestF.Severity) ||
-			(SeverityRank(g.Severity) == SeverityRank(bestF.Severity) && g.FirstSeen.Before(bestF.FirstSeen)) {
+		if bestF == nil || g.Severity.Rank() > bestF.Severity.Rank() ||
+			(g.Severity.Rank() == bestF.Severity.Rank() && g.FirstSeen.Before(bestF.FirstSeen)) {
 			best, bestF = id, g
 		}
 	}
@@ -933,77 +934,17 @@ func (e *Engine) explainer(f *Finding) string {
 
 // Findings returns every finding, ordered for a reader: active before
 // resolved; root causes by severity, each followed by its consequences.
-func (e *Engine) Findings() []Finding {
+func (e *Engine) Findings() []finding.Finding {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	all := make([]Finding, 0, len(e.findings))
+	all := make([]finding.Finding, 0, len(e.findings))
 	for _, f := range e.findings {
-		if f.Status == "retracted" {
+		if f.Status == finding.Retracted {
 			continue
 		}
 		all = append(all, e.snapshot(f))
 	}
-	return Order(all)
-}
-
-// Order sorts findings root causes first, each followed by the findings it
-// explains; active findings come before resolved ones.
-func Order(all []Finding) []Finding {
-	byID := map[string]int{}
-	for i, f := range all {
-		byID[f.ID] = i
-	}
-	rootOf := func(f Finding) Finding {
-		seen := map[string]bool{}
-		for f.ExplainedBy != "" && !seen[f.ID] {
-			seen[f.ID] = true
-			i, ok := byID[f.ExplainedBy]
-			if !ok {
-				break
-			}
-			f = all[i]
-		}
-		return f
-	}
-	less := func(a, b Finding) bool {
-		if (a.Status == "active") != (b.Status == "active") {
-			return a.Status == "active"
-		}
-		if ra, rb := SeverityRank(a.Severity), SeverityRank(b.Severity); ra != rb {
-			return ra > rb
-		}
-		if ca, cb := confidenceRank(a.Confidence), confidenceRank(b.Confidence); ca != cb {
-			return ca > cb
-		}
-		if !a.FirstSeen.Equal(b.FirstSeen) {
-			return a.FirstSeen.Before(b.FirstSeen)
-		}
-		return a.ID < b.ID
-	}
-	sort.SliceStable(all, func(i, j int) bool {
-		ri, rj := rootOf(all[i]), rootOf(all[j])
-		if ri.ID != rj.ID {
-			return less(ri, rj)
-		}
-		// Same group: the root first, then its consequences.
-		if (all[i].ID == ri.ID) != (all[j].ID == rj.ID) {
-			return all[i].ID == ri.ID
-		}
-		return less(all[i], all[j])
-	})
-	return all
-}
-
-func confidenceRank(c string) int {
-	switch c {
-	case "high":
-		return 3
-	case "medium":
-		return 2
-	case "low":
-		return 1
-	}
-	return 0
+	return finding.Order(all)
 }
 
 func contains(list []string, s string) bool {
@@ -1015,7 +956,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func hasRecord(evs []Evidence, id string) bool {
+func hasRecord(evs []finding.Evidence, id string) bool {
 	for _, e := range evs {
 		if e.RecordID == id {
 			return true

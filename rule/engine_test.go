@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 )
 
@@ -129,7 +130,7 @@ func TestEngineLaunchesDoNotMix(t *testing.T) {
 // two launches' findings do not share an ID, and the same events give the
 // same IDs again.
 func TestEngineLaunchesOpenedWithoutRecordIDs(t *testing.T) {
-	run := func() []Finding {
+	run := func() []finding.Finding {
 		e := NewEngine(mustParse(t, testRules))
 		for _, x := range []*parsers.Event{
 			ev("a", 0, lnVLLM), ev("a", 1, lnWant1), // launch 1 (a cluster's first: firstLaunch)
@@ -214,11 +215,11 @@ func TestEngineOutcomeAndTiers(t *testing.T) {
 		t.Fatalf("benign signal on a running launch raised %v", got)
 	}
 	got := e.Observe(ev("a", 2, "RuntimeError: NCCL error in: init.cc:1, unhandled system error"))
-	if len(got) != 1 || got[0].Severity != SeverityWarning || got[0].Confidence != "low" || got[0].Summary != "outcome failed" {
+	if len(got) != 1 || got[0].Severity != finding.Warning || got[0].Confidence != "low" || got[0].Summary != "outcome failed" {
 		t.Fatalf("after the failure: %+v", got)
 	}
 	got = e.Observe(ev("b", 3, "NCCL_IB_HCA set to mlx5_0"))
-	if len(got) != 1 || got[0].Severity != SeverityCritical || got[0].Confidence != "high" {
+	if len(got) != 1 || got[0].Severity != finding.Critical || got[0].Confidence != "high" {
 		t.Fatalf("the counterpart did not raise the tier: %+v", got)
 	}
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
+	"github.com/faultline/faultline/finding"
 )
 
 // Spec is a rule as written in YAML. Unknown keys are rejected.
@@ -173,7 +174,7 @@ func compile(s Spec, trusted bool) (*Rule, []error) {
 		errs = append(errs, ferr("$.cause", "unknown cause %q (the catalog: %s)", s.Cause, strings.Join(Causes, ", ")))
 	}
 	switch {
-	case s.Severity == SeverityCritical, s.Severity == SeverityWarning, s.Severity == SeverityInfo:
+	case finding.Severity(s.Severity).Valid():
 	case s.Severity == "":
 		errs = append(errs, ferr("$", "missing severity"))
 	case strings.Contains(s.Severity, "{{"):

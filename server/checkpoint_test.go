@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
@@ -97,7 +98,7 @@ func readCheckpointFile(t *testing.T, dataDir string) checkpointFile {
 }
 
 // findingKey is what must not change about a finding across a restart.
-func findingKey(f rule.Finding) string {
+func findingKey(f finding.Finding) string {
 	facts := map[string][]string{}
 	for k, v := range f.Facts {
 		v = slices.Clone(v)
@@ -108,7 +109,7 @@ func findingKey(f rule.Finding) string {
 	return fmt.Sprintf("%s %s %s launch %d %s %s", f.ID, f.Rule, f.Cluster, f.Launch, f.Status, b)
 }
 
-func findingKeys(fs []rule.Finding) []string {
+func findingKeys(fs []finding.Finding) []string {
 	var out []string
 	for _, f := range fs {
 		if f.Status != "retracted" {
@@ -253,7 +254,7 @@ func TestWarmRestartFromCheckpoint(t *testing.T) {
 		all.Observe(&ev)
 	}
 	wantKeys := findingKeys(all.Findings())
-	var final []rule.Finding
+	var final []finding.Finding
 	testutil.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
 		final = getFindings(t, r2.addrs.HTTP)
 		if got := findingKeys(final); !slices.Equal(got, wantKeys) {

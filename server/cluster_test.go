@@ -17,11 +17,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/natstest"
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
-	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/transport"
 )
 
@@ -51,15 +51,15 @@ func clusterInput(t *testing.T, clusters []string, filler int) []parsers.Record 
 type findingLog struct {
 	mu   sync.Mutex
 	seen map[string]int
-	last map[string]rule.Finding
+	last map[string]finding.Finding
 }
 
 func logFindings(t *testing.T, urls string) *findingLog {
 	t.Helper()
 	nc := connectRetrying(t, urls)
-	fl := &findingLog{seen: map[string]int{}, last: map[string]rule.Finding{}}
+	fl := &findingLog{seen: map[string]int{}, last: map[string]finding.Finding{}}
 	if _, err := nc.Subscribe("faultline.findings.>", func(m *nats.Msg) {
-		var f rule.Finding
+		var f finding.Finding
 		if json.Unmarshal(m.Data, &f) != nil {
 			return
 		}
@@ -78,7 +78,7 @@ func logFindings(t *testing.T, urls string) *findingLog {
 
 // check fails the test unless every (id, revision) came once and each id's
 // revisions are 1..n.
-func (fl *findingLog) check(t *testing.T) map[string]rule.Finding {
+func (fl *findingLog) check(t *testing.T) map[string]finding.Finding {
 	t.Helper()
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
@@ -94,7 +94,7 @@ func (fl *findingLog) check(t *testing.T) map[string]rule.Finding {
 			}
 		}
 	}
-	out := map[string]rule.Finding{}
+	out := map[string]finding.Finding{}
 	for id, f := range fl.last {
 		out[id] = f
 	}
@@ -202,7 +202,7 @@ func wantTotal(t *testing.T, httpAddr string, n int, within time.Duration) {
 func wantClusterFindings(t *testing.T, httpAddr string, clusters, want []string) {
 	t.Helper()
 	testutil.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-		byCluster := map[string][]rule.Finding{}
+		byCluster := map[string][]finding.Finding{}
 		for _, f := range getFindings(t, httpAddr) {
 			byCluster[f.Cluster] = append(byCluster[f.Cluster], f)
 		}

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/rule"
 )
 
 // TestDemoReplayIsByteForByte: the demo's writer reproduces every seed file
@@ -109,7 +109,7 @@ func TestDemoMatchesDiagnose(t *testing.T) {
 // summary is compared as its words in any order: it lists values in the
 // order they arrived, and live nodes ship independently, so spark-2's
 // address may arrive before spark-1's where diagnose reads them by time.
-func fullVerdicts(fs []rule.Finding) []string {
+func fullVerdicts(fs []finding.Finding) []string {
 	var out []string
 	for _, f := range fs {
 		facts := map[string][]string{}
@@ -124,8 +124,8 @@ func fullVerdicts(fs []rule.Finding) []string {
 			Rule, Cause, Severity, Confidence, Title, Summary, Status string
 			Nodes                                                     []string
 			Facts                                                     map[string][]string
-			RuledOut                                                  []rule.RuledOut
-		}{f.Rule, f.Cause, f.Severity, f.Confidence, f.Title, words(f.Summary), f.Status, nodes, facts, f.RuledOut})
+			RuledOut                                                  []finding.RuledOut
+		}{f.Rule, f.Cause, string(f.Severity), f.Confidence, f.Title, words(f.Summary), string(f.Status), nodes, facts, f.RuledOut})
 		out = append(out, string(b))
 	}
 	sort.Strings(out)

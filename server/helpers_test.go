@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
@@ -102,7 +103,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // findingSub collects findings published on faultline.findings.>.
 type findingSub struct {
 	mu  sync.Mutex
-	got []rule.Finding
+	got []finding.Finding
 }
 
 func subscribeFindings(t testing.TB, url string) *findingSub {
@@ -112,7 +113,7 @@ func subscribeFindings(t testing.TB, url string) *findingSub {
 	nc := connectRetrying(t, url)
 	fs := &findingSub{}
 	if _, err := nc.Subscribe("faultline.findings.>", func(m *nats.Msg) {
-		var f rule.Finding
+		var f finding.Finding
 		if err := json.Unmarshal(m.Data, &f); err != nil {
 			t.Errorf("finding on %s: %v", m.Subject, err)
 			return
@@ -129,16 +130,16 @@ func subscribeFindings(t testing.TB, url string) *findingSub {
 	return fs
 }
 
-func (fs *findingSub) all() []rule.Finding {
+func (fs *findingSub) all() []finding.Finding {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	return slices.Clone(fs.got)
 }
 
 // waitHigh waits for a high-confidence finding of rule id.
-func waitFinding(t testing.TB, get func() []rule.Finding, id, confidence string) rule.Finding {
+func waitFinding(t testing.TB, get func() []finding.Finding, id, confidence string) finding.Finding {
 	t.Helper()
-	var found rule.Finding
+	var found finding.Finding
 	testutil.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		for _, f := range get() {
 			if f.Rule == id && (confidence == "" || f.Confidence == confidence) {
@@ -185,7 +186,7 @@ func startShipper(t *testing.T, ctx context.Context, url, cluster, node, dir str
 
 // diagnose runs the offline path (what `analyzer diagnose` does) over the
 // seed scenario.
-func diagnose(t testing.TB) []rule.Finding {
+func diagnose(t testing.TB) []finding.Finding {
 	t.Helper()
 	rules, err := rule.LoadBuiltin()
 	if err != nil {
@@ -204,7 +205,7 @@ func diagnose(t testing.TB) []rule.Finding {
 }
 
 // verdicts is the comparable part of findings: rule, cause, severity, facts.
-func verdicts(fs []rule.Finding) []string {
+func verdicts(fs []finding.Finding) []string {
 	var out []string
 	for _, f := range fs {
 		facts := map[string][]string{}
@@ -220,14 +221,14 @@ func verdicts(fs []rule.Finding) []string {
 	return out
 }
 
-func getFindings(t testing.TB, httpAddr string) []rule.Finding {
+func getFindings(t testing.TB, httpAddr string) []finding.Finding {
 	resp, err := http.Get("http://" + httpAddr + "/api/findings")
 	if err != nil {
 		t.Logf("GET /api/findings: %v", err)
 		return nil
 	}
 	defer resp.Body.Close()
-	var fs []rule.Finding
+	var fs []finding.Finding
 	if err := json.NewDecoder(resp.Body).Decode(&fs); err != nil {
 		t.Errorf("decode /api/findings: %v", err)
 	}

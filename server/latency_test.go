@@ -19,8 +19,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/shipper"
 )
 
@@ -53,9 +53,9 @@ func BenchmarkLineToFinding(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer nc.Close()
-	got := make(chan rule.Finding, 64)
+	got := make(chan finding.Finding, 64)
 	if _, err := nc.Subscribe("faultline.findings.>", func(m *nats.Msg) {
-		var f rule.Finding
+		var f finding.Finding
 		if json.Unmarshal(m.Data, &f) == nil {
 			got <- f
 		}

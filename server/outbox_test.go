@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/rule"
 )
 
 // The webhook is down when a finding fires and serve is killed (SIGKILL) a
@@ -104,7 +104,7 @@ func TestWebhookSurvivesKill(t *testing.T) {
 func TestWebhookPostsNoRepeats(t *testing.T) {
 	var mu sync.Mutex
 	bodies := map[string]int{}
-	var posts []rule.Finding
+	var posts []finding.Finding
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		var p payload

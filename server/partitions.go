@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/faultline/faultline/cluster"
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/atomicfile"
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/sink"
@@ -420,7 +421,7 @@ type claimSink struct {
 	log    *slog.Logger
 }
 
-func (c *claimSink) Announce(ctx context.Context, fs []rule.Finding) error {
+func (c *claimSink) Announce(ctx context.Context, fs []finding.Finding) error {
 	won := fs[:0:0]
 	var errs []error
 	for _, f := range fs {
@@ -441,7 +442,7 @@ func (c *claimSink) Announce(ctx context.Context, fs []rule.Finding) error {
 
 // claim tries a few times: while a NATS server of the cluster is lost, the
 // bucket answers again once its stream has a new leader (seconds).
-func (c *claimSink) claim(ctx context.Context, f rule.Finding) (rule.Finding, bool, error) {
+func (c *claimSink) claim(ctx context.Context, f finding.Finding) (finding.Finding, bool, error) {
 	var err error
 	for try := range 4 {
 		if try > 0 {
@@ -450,7 +451,7 @@ func (c *claimSink) claim(ctx context.Context, f rule.Finding) (rule.Finding, bo
 		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		var won bool
-		var g rule.Finding
+		var g finding.Finding
 		g, won, err = c.claims.Claim(cctx, f)
 		cancel()
 		if err == nil || ctx.Err() != nil {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/rule"
 )
@@ -169,9 +170,9 @@ func TestEndToEndProcesses(t *testing.T) {
 	// known then (one node's shipper may be a batch ahead of the other's),
 	// and announced again as evidence arrives: what must hold is that the
 	// latest version on each channel names both sides of the mismatch.
-	check := func(f rule.Finding) error {
+	check := func(f finding.Finding) error {
 		var errs []string
-		if f.Severity != rule.SeverityCritical || f.Confidence != "high" {
+		if f.Severity != finding.Critical || f.Confidence != "high" {
 			errs = append(errs, fmt.Sprintf("severity %s confidence %s", f.Severity, f.Confidence))
 		}
 		if !slices.Contains(f.Facts["requested_node"], "192.168.200.12") {
@@ -190,9 +191,9 @@ func TestEndToEndProcesses(t *testing.T) {
 		}
 		return nil
 	}
-	converge := func(where string, get func() []rule.Finding) rule.Finding {
+	converge := func(where string, get func() []finding.Finding) finding.Finding {
 		t.Helper()
-		var last rule.Finding
+		var last finding.Finding
 		testutil.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 			found := false
 			for _, f := range get() {
@@ -216,10 +217,10 @@ func TestEndToEndProcesses(t *testing.T) {
 	converge("NATS", sub.all)
 
 	var text string
-	converge("webhook", func() []rule.Finding {
+	converge("webhook", func() []finding.Finding {
 		hookMu.Lock()
 		defer hookMu.Unlock()
-		var fs []rule.Finding
+		var fs []finding.Finding
 		for _, p := range hooks {
 			if p.Finding.Rule == "ray-node-ip-mismatch" && p.Finding.Confidence == "high" {
 				text = p.Text
@@ -234,7 +235,7 @@ func TestEndToEndProcesses(t *testing.T) {
 		}
 	}
 
-	f := converge("GET /api/findings", func() []rule.Finding { return getFindings(t, httpAddr) })
+	f := converge("GET /api/findings", func() []finding.Finding { return getFindings(t, httpAddr) })
 	if !slices.Contains(f.Nodes, "spark-1") {
 		t.Errorf("GET /api/findings: nodes %v lack spark-1", f.Nodes)
 	}

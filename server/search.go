@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/cluster"
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/index/fanout"
-	"github.com/faultline/faultline/rule"
 )
 
 // searchSwitch is what the HTTP API searches: this analyzer's index, until
@@ -42,9 +42,9 @@ func (s *searchSwitch) Bounds(ctx context.Context) (lo, hi time.Time, err error)
 	return s.get().Bounds(ctx)
 }
 
-func (s *searchSwitch) Findings() []rule.Finding  { return s.get().Findings() }
-func (s *searchSwitch) DocCount() (uint64, error) { return s.get().DocCount() }
-func (s *searchSwitch) Stats() index.Stats        { return s.get().Stats() }
+func (s *searchSwitch) Findings() []finding.Finding { return s.get().Findings() }
+func (s *searchSwitch) DocCount() (uint64, error)   { return s.get().DocCount() }
+func (s *searchSwitch) Stats() index.Stats          { return s.get().Stats() }
 
 var _ index.Searcher = (*searchSwitch)(nil)
 

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/faultline/faultline/cluster"
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/version"
 	"github.com/faultline/faultline/parsers"
@@ -75,7 +76,7 @@ type server struct {
 
 	// Live feeds of the web UI (Server-Sent Events); Publish never blocks.
 	liveEvents   *web.Hub[*parsers.Event]
-	liveFindings *web.Hub[rule.Finding]
+	liveFindings *web.Hub[finding.Finding]
 }
 
 // Run serves until ctx is done.
@@ -102,7 +103,7 @@ func Run(ctx context.Context, cfg Config) error {
 	s := &server{
 		cfg: cfg, log: cfg.Log, engine: rule.NewEngine(rules),
 		seen: newSeenSet(1 << 18), acks: make(chan transport.AckFunc, 4096),
-		liveEvents: web.NewHub[*parsers.Event](1024), liveFindings: web.NewHub[rule.Finding](64),
+		liveEvents: web.NewHub[*parsers.Event](1024), liveFindings: web.NewHub[finding.Finding](64),
 		stages: newStageMetrics(),
 	}
 	s.single = &lane{part: -1, engine: s.engine, seen: s.seen}
@@ -485,15 +486,15 @@ func (s *server) ackLoop(ctx context.Context) {
 
 // findings returns the stored findings (root causes first): on a cluster,
 // every member's.
-func (s *server) findings() []rule.Finding {
-	var fs []rule.Finding
+func (s *server) findings() []finding.Finding {
+	var fs []finding.Finding
 	if n := s.node.Load(); n != nil {
 		fs = n.Findings()
 	} else {
 		fs = s.idx.Findings()
 	}
 	if fs == nil {
-		fs = []rule.Finding{}
+		fs = []finding.Finding{}
 	}
 	return fs
 }

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/rule"
 )
 
 // TestEndToEnd: two shippers tail files to which the seed scenario is
@@ -55,13 +55,13 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	f := waitFinding(t, sub.all, "ray-node-ip-mismatch", "high")
-	if f.Severity != rule.SeverityCritical || !slices.Contains(f.Facts["requested_node"], "192.168.200.12") {
+	if f.Severity != finding.Critical || !slices.Contains(f.Facts["requested_node"], "192.168.200.12") {
 		t.Errorf("finding on NATS: severity %s facts %v", f.Severity, f.Facts)
 	}
-	waitFinding(t, func() []rule.Finding {
+	waitFinding(t, func() []finding.Finding {
 		hookMu.Lock()
 		defer hookMu.Unlock()
-		var fs []rule.Finding
+		var fs []finding.Finding
 		for _, p := range hooks[min(1, len(hooks)):] {
 			fs = append(fs, p.Finding)
 		}

@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/sink"
 	"github.com/faultline/faultline/transport"
 )
@@ -22,7 +22,7 @@ func (s *server) newSinks() *sink.Changes {
 
 // sinkList is serve's sinks in order; stored are the findings announced
 // before (the terminal prints only what changed since).
-func (s *server) sinkList(stored []rule.Finding) sink.Multi {
+func (s *server) sinkList(stored []finding.Finding) sink.Multi {
 	var out sink.Multi
 	if s.cfg.Webhook != "" {
 		out = append(out, s.hook)
@@ -37,7 +37,7 @@ func (s *server) sinkList(stored []rule.Finding) sink.Multi {
 
 // announce hands the findings the engine returned for one event to the
 // sinks; a sink that fails is logged, the others still get them.
-func (s *server) announce(fs []rule.Finding) {
+func (s *server) announce(fs []finding.Finding) {
 	if len(fs) == 0 {
 		return
 	}

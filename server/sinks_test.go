@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/sink"
 )
 
@@ -39,20 +39,20 @@ func TestLiveSinksGetEveryFinding(t *testing.T) {
 	go func() {
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		finding := false
+		inFinding := false
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
 			case line == "event: finding":
-				finding = true
-			case finding && strings.HasPrefix(line, "data: "):
-				var f rule.Finding
+				inFinding = true
+			case inFinding && strings.HasPrefix(line, "data: "):
+				var f finding.Finding
 				if json.Unmarshal([]byte(line[len("data: "):]), &f) == nil {
 					sseMu.Lock()
 					sse[f.ID] = true
 					sseMu.Unlock()
 				}
-				finding = false
+				inFinding = false
 			}
 		}
 	}()
@@ -70,7 +70,7 @@ func TestLiveSinksGetEveryFinding(t *testing.T) {
 		want = append(want, f.ID)
 	}
 	slices.Sort(want)
-	idsOf := func(fs []rule.Finding) []string {
+	idsOf := func(fs []finding.Finding) []string {
 		set := map[string]bool{}
 		for _, f := range fs {
 			set[f.ID] = true
@@ -83,17 +83,17 @@ func TestLiveSinksGetEveryFinding(t *testing.T) {
 		return out
 	}
 	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		var lines []rule.Finding
+		var lines []finding.Finding
 		for _, l := range strings.Split(strings.TrimSpace(jsonl.String()), "\n") {
-			var f rule.Finding
+			var f finding.Finding
 			if json.Unmarshal([]byte(l), &f) == nil {
 				lines = append(lines, f)
 			}
 		}
 		sseMu.Lock()
-		var live []rule.Finding
+		var live []finding.Finding
 		for id := range sse {
-			live = append(live, rule.Finding{ID: id})
+			live = append(live, finding.Finding{ID: id})
 		}
 		sseMu.Unlock()
 		sub.mu.Lock()

@@ -16,8 +16,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/rule"
 )
 
 // seedFeeder is the program of the feed container: it prints the seed
@@ -204,7 +204,7 @@ func TestComposeStackUp(t *testing.T) {
 	runCmd(t, "", nil, "docker", "run", "-d", "--name", feed, "--log-driver", "json-file", feedImage)
 	t.Cleanup(func() { exec.Command("docker", "rm", "-f", feed).Run() })
 
-	var f rule.Finding
+	var f finding.Finding
 	testutil.CheckFor(t, 3*time.Minute, 500*time.Millisecond, func() error {
 		for _, g := range getFindings(t, httpAddr) {
 			if g.Rule == "ray-node-ip-mismatch" && g.Confidence == "high" {
@@ -215,7 +215,7 @@ func TestComposeStackUp(t *testing.T) {
 		return fmt.Errorf("no high ray-node-ip-mismatch finding on GET /api/findings yet")
 	})
 	t.Logf("finding on the stack's /api/findings %v after the test began", time.Since(begin).Round(time.Millisecond))
-	if f.Severity != rule.SeverityCritical || !slices.Contains(f.Facts["requested_node"], "192.168.200.12") ||
+	if f.Severity != finding.Critical || !slices.Contains(f.Facts["requested_node"], "192.168.200.12") ||
 		!slices.Contains(f.Facts["registered_ip"], "10.1.230.180") || !slices.Contains(f.Nodes, "spark-1") {
 		t.Errorf("finding: severity %s nodes %v facts %v", f.Severity, f.Nodes, f.Facts)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/sink"
 	"github.com/faultline/faultline/transport"
 )
@@ -63,7 +63,7 @@ func newWebhook(url string, backoff time.Duration, log *slog.Logger) *webhook {
 
 // Announce queues the findings in the outbox; it returns once the server
 // stored them (or failed to: that is logged, and the error returned).
-func (w *webhook) Announce(_ context.Context, fs []rule.Finding) error {
+func (w *webhook) Announce(_ context.Context, fs []finding.Finding) error {
 	var errs []error
 	for _, f := range fs {
 		if err := w.enqueue(f); err != nil {
@@ -99,7 +99,7 @@ func (w *webhook) open(ctx context.Context, js jetstream.JetStream) error {
 
 // enqueue puts a finding version in the outbox; it returns once the server
 // stored it.
-func (w *webhook) enqueue(f rule.Finding) error {
+func (w *webhook) enqueue(f finding.Finding) error {
 	if w.url == "" || w.js == nil {
 		return nil
 	}
@@ -141,7 +141,7 @@ func (w *webhook) run(ctx context.Context) {
 // every message of it; on failure they come back after a backoff.
 func (w *webhook) deliver(ctx context.Context, msgs []jetstream.Msg) {
 	type version struct {
-		f    rule.Finding
+		f    finding.Finding
 		seq  uint64
 		msgs []jetstream.Msg
 		n    uint64 // deliveries of the latest message
@@ -149,7 +149,7 @@ func (w *webhook) deliver(ctx context.Context, msgs []jetstream.Msg) {
 	byID := map[string]*version{}
 	var order []string
 	for _, m := range msgs {
-		var f rule.Finding
+		var f finding.Finding
 		md, err := m.Metadata()
 		if err != nil || json.Unmarshal(m.Data(), &f) != nil {
 			w.log.Error("webhook outbox: bad message dropped", "err", err)

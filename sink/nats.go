@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 )
 
 // Publisher is the part of a NATS connection (*nats.Conn) the NATS sink
@@ -28,12 +28,12 @@ func NewNATS(pub Publisher, subject func(cluster, severity string) string) *NATS
 	return &NATS{pub: pub, subject: subject}
 }
 
-func (n *NATS) Announce(_ context.Context, fs []rule.Finding) error {
+func (n *NATS) Announce(_ context.Context, fs []finding.Finding) error {
 	var errs []error
 	for _, f := range fs {
 		b, err := json.Marshal(f)
 		if err == nil {
-			err = n.pub.Publish(n.subject(f.Cluster, f.Severity), b)
+			err = n.pub.Publish(n.subject(f.Cluster, string(f.Severity)), b)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("publish finding %s: %w", f.ID, err))
@@ -56,7 +56,7 @@ func (n *NATS) Close() error {
 
 // FindingStore keeps findings: the index's findings file (index.Store).
 type FindingStore interface {
-	PutFindings(fs []rule.Finding) error
+	PutFindings(fs []finding.Finding) error
 }
 
 // Store upserts findings into a FindingStore, where the web UI,
@@ -65,7 +65,7 @@ type Store struct{ s FindingStore }
 
 func NewStore(s FindingStore) *Store { return &Store{s: s} }
 
-func (s *Store) Announce(_ context.Context, fs []rule.Finding) error {
+func (s *Store) Announce(_ context.Context, fs []finding.Finding) error {
 	if err := s.s.PutFindings(fs); err != nil {
 		return fmt.Errorf("store findings: %w", err)
 	}
@@ -77,12 +77,12 @@ func (s *Store) Close() error { return nil }
 // Live hands findings to a live feed — the web UI's Server-Sent Events hub
 // (web.Hub), whose Publish never blocks.
 type Live struct {
-	hub interface{ Publish(rule.Finding) }
+	hub interface{ Publish(finding.Finding) }
 }
 
-func NewLive(hub interface{ Publish(rule.Finding) }) *Live { return &Live{hub: hub} }
+func NewLive(hub interface{ Publish(finding.Finding) }) *Live { return &Live{hub: hub} }
 
-func (l *Live) Announce(_ context.Context, fs []rule.Finding) error {
+func (l *Live) Announce(_ context.Context, fs []finding.Finding) error {
 	for _, f := range fs {
 		l.hub.Publish(f)
 	}

@@ -11,7 +11,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 )
 
 // Sink receives findings: each call a batch of new or changed versions
@@ -19,7 +19,7 @@ import (
 // a finding did not reach the sink (after whatever retrying the sink does
 // itself); Close flushes and releases it.
 type Sink interface {
-	Announce(ctx context.Context, fs []rule.Finding) error
+	Announce(ctx context.Context, fs []finding.Finding) error
 	Close() error
 }
 
@@ -27,7 +27,7 @@ type Sink interface {
 // the findings from the others, and the errors are returned joined.
 type Multi []Sink
 
-func (m Multi) Announce(ctx context.Context, fs []rule.Finding) error {
+func (m Multi) Announce(ctx context.Context, fs []finding.Finding) error {
 	var errs []error
 	for _, s := range m {
 		if err := s.Announce(ctx, fs); err != nil {
@@ -55,22 +55,22 @@ func (m Multi) Close() error {
 type Changes struct {
 	next  Sink
 	mu    sync.Mutex
-	known map[string]rule.Finding
+	known map[string]finding.Finding
 }
 
 // NewChanges returns a Changes in front of next that knows the findings
 // announced before (serve's stored findings, stored as announced, with
 // their revision; none offline).
-func NewChanges(announced []rule.Finding, next Sink) *Changes {
-	c := &Changes{next: next, known: make(map[string]rule.Finding, len(announced))}
+func NewChanges(announced []finding.Finding, next Sink) *Changes {
+	c := &Changes{next: next, known: make(map[string]finding.Finding, len(announced))}
 	for _, f := range announced {
 		c.known[f.ID] = f
 	}
 	return c
 }
 
-func (c *Changes) Announce(ctx context.Context, fs []rule.Finding) error {
-	var changed []rule.Finding
+func (c *Changes) Announce(ctx context.Context, fs []finding.Finding) error {
+	var changed []finding.Finding
 	c.mu.Lock()
 	for _, f := range fs {
 		old, ok := c.known[f.ID]
@@ -104,7 +104,7 @@ func (c *Changes) Announce(ctx context.Context, fs []rule.Finding) error {
 // re-derived its root cause): f is newer only where it says more —
 // resolved or retracted where old was active, or a root cause where old had
 // none. Going back (to active, to no root cause) or sideways is not newer.
-func Newer(f, old rule.Finding) bool {
+func Newer(f, old finding.Finding) bool {
 	if fr, or := f.Status == statusResolved, old.Status == statusResolved; fr != or {
 		return fr
 	}

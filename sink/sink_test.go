@@ -10,27 +10,28 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
 	"github.com/faultline/faultline/rule"
 )
 
-func finding(id string, updates int) rule.Finding {
-	return rule.Finding{ID: id, Rule: "r-" + id, Cause: "c-" + id, Severity: rule.SeverityCritical, Title: "title " + id,
-		Status: "active", Updates: updates, Evidence: make([]rule.Evidence, updates+1)}
+func mkFinding(id string, updates int) finding.Finding {
+	return finding.Finding{ID: id, Rule: "r-" + id, Cause: "c-" + id, Severity: finding.Critical, Title: "title " + id,
+		Status: "active", Updates: updates, Evidence: make([]finding.Evidence, updates+1)}
 }
 
 // Changes passes a version on once, and only what is new or changed; the
 // versions known before (stored findings) are not passed again.
 func TestChangesPassesNewVersionsOnce(t *testing.T) {
 	var buf bytes.Buffer
-	c := NewChanges([]rule.Finding{finding("a", 1)}, NewJSON(&buf, nil))
+	c := NewChanges([]finding.Finding{mkFinding("a", 1)}, NewJSON(&buf, nil))
 	ctx := context.Background()
-	for _, batch := range [][]rule.Finding{
-		{finding("a", 1)},                  // known from before: dropped
-		{finding("b", 0), finding("a", 2)}, // new, changed
-		{finding("b", 0)},                  // repeat: dropped
-		{finding("a", 1)},                  // older version: dropped
+	for _, batch := range [][]finding.Finding{
+		{mkFinding("a", 1)},                    // known from before: dropped
+		{mkFinding("b", 0), mkFinding("a", 2)}, // new, changed
+		{mkFinding("b", 0)},                    // repeat: dropped
+		{mkFinding("a", 1)},                    // older version: dropped
 	} {
 		if err := c.Announce(ctx, batch); err != nil {
 			t.Fatal(err)
@@ -51,14 +52,14 @@ func TestTextShowsOnceThenChanges(t *testing.T) {
 	var buf bytes.Buffer
 	s := NewText(&buf, nil)
 	ctx := context.Background()
-	root := finding("a", 0)
-	cons := finding("b", 0)
+	root := mkFinding("a", 0)
+	cons := mkFinding("b", 0)
 	cons.ExplainedBy = "a"
-	s.Announce(ctx, []rule.Finding{root})
-	s.Announce(ctx, []rule.Finding{cons})
+	s.Announce(ctx, []finding.Finding{root})
+	s.Announce(ctx, []finding.Finding{cons})
 	upd := root
-	upd.Updates, upd.Evidence = 3, make([]rule.Evidence, 4)
-	s.Announce(ctx, []rule.Finding{upd})
+	upd.Updates, upd.Evidence = 3, make([]finding.Evidence, 4)
+	s.Announce(ctx, []finding.Finding{upd})
 	out := buf.String()
 	if strings.Count(out, "[CRITICAL] r-a — title a") != 1 {
 		t.Errorf("root not shown exactly once in full:\n%s", out)
@@ -73,15 +74,15 @@ func TestTextShowsOnceThenChanges(t *testing.T) {
 
 type failing struct{ closed bool }
 
-func (f *failing) Announce(context.Context, []rule.Finding) error { return errors.New("down") }
-func (f *failing) Close() error                                   { f.closed = true; return nil }
+func (f *failing) Announce(context.Context, []finding.Finding) error { return errors.New("down") }
+func (f *failing) Close() error                                      { f.closed = true; return nil }
 
 // A failing sink does not keep the findings from the sinks after it.
 func TestMultiKeepsGoing(t *testing.T) {
 	var buf bytes.Buffer
 	bad := &failing{}
 	m := Multi{bad, NewJSON(&buf, nil)}
-	err := m.Announce(context.Background(), []rule.Finding{finding("a", 0)})
+	err := m.Announce(context.Background(), []finding.Finding{mkFinding("a", 0)})
 	if err == nil || !strings.Contains(err.Error(), "down") {
 		t.Errorf("error %v", err)
 	}
@@ -95,21 +96,21 @@ func TestMultiKeepsGoing(t *testing.T) {
 }
 
 // recorder keeps what it is given.
-type recorder struct{ got []rule.Finding }
+type recorder struct{ got []finding.Finding }
 
-func (r *recorder) Announce(_ context.Context, fs []rule.Finding) error {
+func (r *recorder) Announce(_ context.Context, fs []finding.Finding) error {
 	r.got = append(r.got, fs...)
 	return nil
 }
 func (r *recorder) Close() error { return nil }
 
 func TestNewer(t *testing.T) {
-	v := func(updates int, status, explainedBy string) rule.Finding {
-		return rule.Finding{ID: "a", Updates: updates, Status: status, ExplainedBy: explainedBy}
+	v := func(updates int, status finding.Status, explainedBy string) finding.Finding {
+		return finding.Finding{ID: "a", Updates: updates, Status: status, ExplainedBy: explainedBy}
 	}
 	tests := []struct {
 		name     string
-		f, old   rule.Finding
+		f, old   finding.Finding
 		newer    bool
 		replayed bool // an older version a replay re-derives: must not be newer
 	}{
@@ -153,23 +154,23 @@ func TestNewer(t *testing.T) {
 // numbered goes on from 1.
 func TestChangesNumbersRevisions(t *testing.T) {
 	rec := &recorder{}
-	legacy := finding("old", 2) // stored without a revision
-	c := NewChanges([]rule.Finding{legacy}, rec)
+	legacy := mkFinding("old", 2) // stored without a revision
+	c := NewChanges([]finding.Finding{legacy}, rec)
 	ctx := context.Background()
-	root := func(updates int, status string) rule.Finding {
-		f := finding("a", updates)
+	root := func(updates int, status finding.Status) finding.Finding {
+		f := mkFinding("a", updates)
 		f.Status = status
 		return f
 	}
-	explained := finding("b", 1)
+	explained := mkFinding("b", 1)
 	explained.ExplainedBy = "a"
-	for _, batch := range [][]rule.Finding{
-		{root(1, "active"), finding("b", 1)},
-		{root(1, "active")},                  // the same again
-		{root(2, "active"), explained},       // a, then b's root cause found
-		{root(1, "active"), finding("b", 1)}, // older versions re-derived
+	for _, batch := range [][]finding.Finding{
+		{root(1, "active"), mkFinding("b", 1)},
+		{root(1, "active")},                    // the same again
+		{root(2, "active"), explained},         // a, then b's root cause found
+		{root(1, "active"), mkFinding("b", 1)}, // older versions re-derived
 		{root(3, "resolved")},
-		{finding("old", 2), finding("old", 3)},
+		{mkFinding("old", 2), mkFinding("old", 3)},
 	} {
 		if err := c.Announce(ctx, batch); err != nil {
 			t.Fatal(err)
@@ -203,7 +204,7 @@ func TestChangesReplayAssignsNoRevision(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := func(stored []rule.Finding) *recorder {
+			run := func(stored []finding.Finding) *recorder {
 				rec := &recorder{}
 				c := NewChanges(stored, rec)
 				e := rule.NewEngine(rules)
@@ -215,7 +216,7 @@ func TestChangesReplayAssignsNoRevision(t *testing.T) {
 				return rec
 			}
 			first := run(nil)
-			last := map[string]rule.Finding{} // what serve stores: the last version announced
+			last := map[string]finding.Finding{} // what serve stores: the last version announced
 			for _, f := range first.got {
 				if want := last[f.ID].Revision + 1; f.Revision != want {
 					t.Errorf("finding %s (%s) with %d updates is revision %d, want %d", f.ID, f.Rule, f.Updates, f.Revision, want)

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/report"
-	"github.com/faultline/faultline/rule"
 )
 
 // Text is the human report on a terminal. Findings it has not shown yet
@@ -20,28 +20,28 @@ import (
 type Text struct {
 	w     io.Writer
 	mu    sync.Mutex
-	shown map[string]rule.Finding // last version written, by ID
+	shown map[string]finding.Finding // last version written, by ID
 }
 
 // NewText writes to w; shown are findings already on the reader's screen
 // or in the store (serve's stored findings after a restart).
-func NewText(w io.Writer, shown []rule.Finding) *Text {
-	t := &Text{w: w, shown: make(map[string]rule.Finding, len(shown))}
+func NewText(w io.Writer, shown []finding.Finding) *Text {
+	t := &Text{w: w, shown: make(map[string]finding.Finding, len(shown))}
 	for _, f := range shown {
 		t.shown[f.ID] = f
 	}
 	return t
 }
 
-func (t *Text) Announce(_ context.Context, fs []rule.Finding) error {
+func (t *Text) Announce(_ context.Context, fs []finding.Finding) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var fresh []rule.Finding
+	var fresh []finding.Finding
 	flush := func() {
 		if len(fresh) == 0 {
 			return
 		}
-		roots := map[string]rule.Finding{}
+		roots := map[string]finding.Finding{}
 		for _, f := range fresh {
 			if f.ExplainedBy != "" {
 				roots[f.ExplainedBy] = t.shown[f.ExplainedBy]
@@ -67,13 +67,13 @@ func (t *Text) Announce(_ context.Context, fs []rule.Finding) error {
 func (t *Text) Close() error { return nil }
 
 // changes says what differs between two versions of a finding.
-func changes(old, f rule.Finding) []string {
+func changes(old, f finding.Finding) []string {
 	var what []string
 	if old.Status != f.Status {
-		what = append(what, "now "+f.Status)
+		what = append(what, "now "+string(f.Status))
 	}
 	if old.Severity != f.Severity {
-		what = append(what, "severity "+f.Severity+" (was "+old.Severity+")")
+		what = append(what, "severity "+string(f.Severity)+" (was "+string(old.Severity)+")")
 	}
 	if old.Confidence != f.Confidence {
 		what = append(what, "confidence "+f.Confidence+" (was "+old.Confidence+")")
@@ -82,7 +82,7 @@ func changes(old, f rule.Finding) []string {
 		what = append(what, "nodes "+strings.Join(f.Nodes, ", "))
 	}
 	for _, r := range f.RuledOut {
-		if !slices.ContainsFunc(old.RuledOut, func(o rule.RuledOut) bool { return o.Cause == r.Cause }) {
+		if !slices.ContainsFunc(old.RuledOut, func(o finding.RuledOut) bool { return o.Cause == r.Cause }) {
 			what = append(what, "ruled out "+r.Cause)
 		}
 	}
@@ -104,7 +104,7 @@ type JSON struct {
 // pass closer to have Close close it.
 func NewJSON(w io.Writer, closer io.Closer) *JSON { return &JSON{w: w, c: closer} }
 
-func (j *JSON) Announce(_ context.Context, fs []rule.Finding) error {
+func (j *JSON) Announce(_ context.Context, fs []finding.Finding) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := report.JSON(j.w, fs); err != nil {

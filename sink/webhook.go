@@ -11,22 +11,22 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 )
 
 // Payload is what a webhook receives for one finding: `text` for Slack-style
 // endpoints (and Alertmanager-style receivers that show a text), and the
 // whole finding (the diagnose --json schema) for machines.
 type Payload struct {
-	Text    string       `json:"text"`
-	Finding rule.Finding `json:"finding"`
+	Text    string          `json:"text"`
+	Finding finding.Finding `json:"finding"`
 }
 
 // AlertText is the one-message summary a chat shows.
-func AlertText(f rule.Finding) string {
+func AlertText(f finding.Finding) string {
 	s := fmt.Sprintf("[%s] %s (%s, cluster %s", f.Severity, f.Title, f.Cause, f.Cluster)
-	if f.Status != "" && f.Status != "active" {
-		s += ", " + f.Status
+	if f.Status != "" && f.Status != finding.Active {
+		s += ", " + string(f.Status)
 	}
 	s += ")"
 	if f.Summary != "" {
@@ -47,7 +47,7 @@ type Poster struct {
 }
 
 // Post sends f once; an answer other than 2xx is an error.
-func (p *Poster) Post(ctx context.Context, f rule.Finding) error {
+func (p *Poster) Post(ctx context.Context, f finding.Finding) error {
 	body, err := json.Marshal(Payload{Text: AlertText(f), Finding: f})
 	if err != nil {
 		return fmt.Errorf("webhook: encode %s: %w", f.ID, err)
@@ -120,12 +120,12 @@ func NewWebhook(url string, opts WebhookOptions) *Webhook {
 // Announce posts the findings in order. Those that fail are tried again,
 // all together, after each backoff, so the whole wait is bounded by the
 // attempts whatever the number of findings.
-func (w *Webhook) Announce(ctx context.Context, fs []rule.Finding) error {
+func (w *Webhook) Announce(ctx context.Context, fs []finding.Finding) error {
 	pending := fs
 	delay := w.opts.Backoff
 	var last error
 	for attempt := 1; len(pending) > 0; attempt++ {
-		var failed []rule.Finding
+		var failed []finding.Finding
 		for _, f := range pending {
 			if err := w.p.Post(ctx, f); err != nil {
 				last = err

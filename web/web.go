@@ -30,9 +30,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/parsers"
-	"github.com/faultline/faultline/rule"
 )
 
 //go:embed ui
@@ -50,11 +50,11 @@ type Config struct {
 	Local index.Searcher
 	// Findings returns the current findings (root causes first). Nil: the
 	// index's stored findings.
-	Findings func() []rule.Finding
+	Findings func() []finding.Finding
 	// LiveEvents and LiveFindings feed /api/stream; nil hubs send nothing
 	// (an offline index has no live feed).
 	LiveEvents   *Hub[*parsers.Event]
-	LiveFindings *Hub[rule.Finding]
+	LiveFindings *Hub[finding.Finding]
 	// Token, when set, is required on every route but the open ones
 	// (/healthz, the login page): as "Authorization: Bearer TOKEN", or the
 	// cookie a browser gets from the login page or ?token=TOKEN on a page.
@@ -356,7 +356,7 @@ func (s *server) context(w http.ResponseWriter, r *http.Request) {
 func (s *server) findings(w http.ResponseWriter, r *http.Request) {
 	fs := s.cfg.Findings()
 	if fs == nil {
-		fs = []rule.Finding{}
+		fs = []finding.Finding{}
 	}
 	writeJSON(w, fs)
 }
@@ -448,7 +448,7 @@ func BuildTimeline(ctx context.Context, x index.Searcher, q index.Query) (Timeli
 }
 
 // stream sends live events ("event: log", data: an index.Hit) and
-// findings ("event: finding", data: a rule.Finding) as Server-Sent
+// findings ("event: finding", data: a finding.Finding) as Server-Sent
 // Events, with a comment every 15s to keep proxies from closing it.
 func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
@@ -468,7 +468,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 
 	ctx := r.Context()
 	var evs <-chan *parsers.Event
-	var fds <-chan rule.Finding
+	var fds <-chan finding.Finding
 	if s.cfg.LiveEvents != nil {
 		evs = s.cfg.LiveEvents.Subscribe(ctx)
 	}

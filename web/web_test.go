@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
@@ -147,7 +148,7 @@ func TestAPISearchContextFindings(t *testing.T) {
 		}
 	}
 
-	var fs []rule.Finding
+	var fs []finding.Finding
 	getJSON(t, ts.URL+"/api/findings", &fs)
 	if len(fs) == 0 || len(fs[0].Evidence) == 0 {
 		t.Fatalf("findings: %+v", fs)
@@ -284,7 +285,7 @@ func TestMetrics(t *testing.T) {
 
 func TestStreamSendsEventsAndFindings(t *testing.T) {
 	x := seedIndex(t)
-	evs, fds := NewHub[*parsers.Event](16), NewHub[rule.Finding](16)
+	evs, fds := NewHub[*parsers.Event](16), NewHub[finding.Finding](16)
 	ts := newServer(t, Config{Index: x, LiveEvents: evs, LiveFindings: fds})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -301,7 +302,7 @@ func TestStreamSendsEventsAndFindings(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	evs.Publish(&parsers.Event{Record: parsers.Record{ID: "r1", Node: "spark-9"}, Message: "<script>live</script>"})
-	fds.Publish(rule.Finding{ID: "f9", Title: "live finding"})
+	fds.Publish(finding.Finding{ID: "f9", Title: "live finding"})
 	sc := bufio.NewScanner(resp.Body)
 	var got []string
 	for sc.Scan() && len(got) < 4 {

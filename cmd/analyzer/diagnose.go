@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/gctune"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
@@ -55,7 +56,7 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return usageError("%v", err)
 	}
 	*failOn = strings.ToLower(*failOn)
-	if *failOn != "" && rule.SeverityRank(*failOn) == 0 {
+	if *failOn != "" && finding.Severity(*failOn).Rank() == 0 {
 		return usageError("--fail-on %q: want critical, warning or info", *failOn)
 	}
 	inputs, err := pipeline.ParseArgs(fs.Args())
@@ -162,7 +163,7 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	if *failOn != "" {
 		for _, f := range findings {
-			if f.Status == "active" && rule.SeverityRank(f.Severity) >= rule.SeverityRank(*failOn) {
+			if f.Status == finding.Active && finding.Severity(f.Severity).Rank() >= finding.Severity(*failOn).Rank() {
 				return &exitError{code: 3}
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 )
 
 const seed = "../../testdata/logs/seed"
@@ -23,18 +23,18 @@ func diagnose(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
-func diagnoseJSON(t *testing.T, args ...string) []rule.Finding {
+func diagnoseJSON(t *testing.T, args ...string) []finding.Finding {
 	t.Helper()
 	out, errs, code := diagnose(t, append([]string{"--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("diagnose %v: exit %d\n%s", args, code, errs)
 	}
-	var fs []rule.Finding
+	var fs []finding.Finding
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line == "" {
 			continue
 		}
-		var f rule.Finding
+		var f finding.Finding
 		if err := json.Unmarshal([]byte(line), &f); err != nil {
 			t.Fatalf("bad JSON line %q: %v", line, err)
 		}
@@ -43,8 +43,8 @@ func diagnoseJSON(t *testing.T, args ...string) []rule.Finding {
 	return fs
 }
 
-func active(fs []rule.Finding, severity string) []rule.Finding {
-	var out []rule.Finding
+func active(fs []finding.Finding, severity finding.Severity) []finding.Finding {
+	var out []finding.Finding
 	for _, f := range fs {
 		if f.Status == "active" && (severity == "" || f.Severity == severity) {
 			out = append(out, f)
@@ -55,7 +55,7 @@ func active(fs []rule.Finding, severity string) []rule.Finding {
 
 func TestDiagnoseSeedFailedLaunch(t *testing.T) {
 	fs := diagnoseJSON(t, seed+"/failed")
-	crit := active(fs, rule.SeverityCritical)
+	crit := active(fs, finding.Critical)
 	if len(crit) != 1 {
 		t.Fatalf("want exactly one critical finding, got %d: %+v", len(crit), fs)
 	}
@@ -103,7 +103,7 @@ func TestDiagnoseSeedFailedLaunch(t *testing.T) {
 
 func TestDiagnoseSeedFixedLaunch(t *testing.T) {
 	fs := diagnoseJSON(t, seed+"/fixed")
-	if crit := active(fs, rule.SeverityCritical); len(crit) != 0 {
+	if crit := active(fs, finding.Critical); len(crit) != 0 {
 		t.Fatalf("the successful launch must give no critical finding, got %+v", crit)
 	}
 }
@@ -112,10 +112,10 @@ func TestDiagnoseSeedFixedLaunch(t *testing.T) {
 // the later healthy one, and no fact of the first leaks into the second.
 func TestDiagnoseSeedBothLaunches(t *testing.T) {
 	fs := diagnoseJSON(t, seed+"/both")
-	if crit := active(fs, rule.SeverityCritical); len(crit) != 0 {
+	if crit := active(fs, finding.Critical); len(crit) != 0 {
 		t.Fatalf("no active critical finding expected after the healthy relaunch, got %+v", crit)
 	}
-	var resolved []rule.Finding
+	var resolved []finding.Finding
 	for _, f := range fs {
 		if f.Status == "resolved" {
 			resolved = append(resolved, f)
@@ -208,7 +208,7 @@ func TestDiagnoseRealCases(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.dir, func(t *testing.T) {
 			fs := diagnoseJSON(t, real+tt.dir)
-			crit := active(fs, rule.SeverityCritical)
+			crit := active(fs, finding.Critical)
 			if tt.first == "" {
 				if len(crit) != 0 {
 					t.Fatalf("healthy logs raised %+v", crit)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/gctune"
 	"github.com/faultline/faultline/parsers"
@@ -155,9 +156,9 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // findingLine is a finding in one line: severity, title and the nodes,
 // unless the title names them all already (many do); a finding a later
 // healthy launch resolved says so first, as diagnose and the UI do.
-func findingLine(f rule.Finding) string {
+func findingLine(f finding.Finding) string {
 	line := fmt.Sprintf("[%s] %s", f.Severity, f.Title)
-	if f.Status == "resolved" {
+	if f.Status == finding.Resolved {
 		line = "RESOLVED " + line
 	}
 	for _, n := range f.Nodes {

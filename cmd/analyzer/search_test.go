@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 )
 
 func runCmd(t *testing.T, args ...string) (string, string, int) {
@@ -111,16 +111,16 @@ func TestIngestTwiceThenSearch(t *testing.T) {
 // not the rule's title names them, and marks a resolved finding.
 func TestFindingLine(t *testing.T) {
 	for _, c := range []struct {
-		f    rule.Finding
+		f    finding.Finding
 		want string
 	}{
-		{rule.Finding{Severity: "critical", Title: "CUDA out of memory on GPU 0 (spark-1, spark-2)", Nodes: []string{"spark-1", "spark-2"}},
+		{finding.Finding{Severity: "critical", Title: "CUDA out of memory on GPU 0 (spark-1, spark-2)", Nodes: []string{"spark-1", "spark-2"}},
 			"[critical] CUDA out of memory on GPU 0 (spark-1, spark-2)"},
-		{rule.Finding{Severity: "critical", Title: "Placement request names node:192.168.200.12", Nodes: []string{"spark-1", "spark-2"}},
+		{finding.Finding{Severity: "critical", Title: "Placement request names node:192.168.200.12", Nodes: []string{"spark-1", "spark-2"}},
 			"[critical] Placement request names node:192.168.200.12 (spark-1, spark-2)"},
-		{rule.Finding{Severity: "warning", Title: "NCCL falls back to TCP on spark-1", Nodes: []string{"spark-1", "spark-2"}},
+		{finding.Finding{Severity: "warning", Title: "NCCL falls back to TCP on spark-1", Nodes: []string{"spark-1", "spark-2"}},
 			"[warning] NCCL falls back to TCP on spark-1 (spark-1, spark-2)"},
-		{rule.Finding{Severity: "critical", Title: "Placement request names node:192.168.200.12", Nodes: []string{"spark-1"}, Status: "resolved"},
+		{finding.Finding{Severity: "critical", Title: "Placement request names node:192.168.200.12", Nodes: []string{"spark-1"}, Status: "resolved"},
 			"RESOLVED [critical] Placement request names node:192.168.200.12 (spark-1)"},
 	} {
 		if got := findingLine(c.f); got != c.want {

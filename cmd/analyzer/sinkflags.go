@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
 
-	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/sink"
 	"github.com/faultline/faultline/transport"
 )
@@ -89,8 +89,8 @@ func (f *sinkFlags) build(stdout io.Writer, log *slog.Logger) (sink.Multi, error
 // (the NATS connection, after its sink flushed).
 type closer func()
 
-func (closer) Announce(context.Context, []rule.Finding) error { return nil }
-func (c closer) Close() error                                 { c(); return nil }
+func (closer) Announce(context.Context, []finding.Finding) error { return nil }
+func (c closer) Close() error                                    { c(); return nil }
 
 // redactURL hides a password, or a token given as the user, in a URL for
 // messages.

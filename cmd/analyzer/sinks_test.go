@@ -17,8 +17,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
-	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/sink"
 )
 
@@ -55,7 +55,7 @@ func newHookServer(t *testing.T, fail func() bool) *hookServer {
 	return h
 }
 
-func ids(fs []rule.Finding) []string {
+func ids(fs []finding.Finding) []string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, f.ID)
@@ -83,7 +83,7 @@ func TestDiagnoseWebhookPostsFindings(t *testing.T) {
 			}
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			var got []rule.Finding
+			var got []finding.Finding
 			for _, p := range h.posts {
 				got = append(got, p.Finding)
 				f := p.Finding
@@ -143,8 +143,8 @@ func TestDiagnoseWebhookRetries(t *testing.T) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	got := ids(func() []rule.Finding {
-		var fs []rule.Finding
+	got := ids(func() []finding.Finding {
+		var fs []finding.Finding
 		for _, p := range h.posts {
 			fs = append(fs, p.Finding)
 		}
@@ -181,16 +181,16 @@ func TestDiagnosePublishesAndWritesJSONLines(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
-	var got []rule.Finding
+	var got []finding.Finding
 	testutil.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		for {
 			select {
 			case m := <-msgs:
-				var f rule.Finding
+				var f finding.Finding
 				if err := json.Unmarshal(m.Data, &f); err != nil {
 					t.Fatalf("%s: %v", m.Subject, err)
 				}
-				if want := "faultline.findings." + f.Cluster + "." + f.Severity; m.Subject != want {
+				if want := "faultline.findings." + f.Cluster + "." + string(f.Severity); m.Subject != want {
 					t.Errorf("subject %s, want %s", m.Subject, want)
 				}
 				got = append(got, f)
@@ -230,7 +230,7 @@ func TestIngestWebhookPostsNewFindingsOnce(t *testing.T) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var got []rule.Finding
+	var got []finding.Finding
 	for _, p := range h.posts {
 		got = append(got, p.Finding)
 	}
@@ -257,7 +257,7 @@ func TestServeWritesFindingsJSONLines(t *testing.T) {
 			if line == "" {
 				continue
 			}
-			var f rule.Finding
+			var f finding.Finding
 			if err := json.Unmarshal([]byte(line), &f); err != nil {
 				t.Fatalf("bad line %q: %v", line, err)
 			}

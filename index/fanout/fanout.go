@@ -23,8 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
-	"github.com/faultline/faultline/rule"
 )
 
 // Peer is a member of a fan-out.
@@ -308,7 +308,7 @@ func (f *Searcher) DocCount() (uint64, error) {
 
 // Findings are the local searcher's (serve replaces them with the
 // cluster's).
-func (f *Searcher) Findings() []rule.Finding { return f.local.Searcher.Findings() }
+func (f *Searcher) Findings() []finding.Finding { return f.local.Searcher.Findings() }
 
 // Stats are the local searcher's: what this analyzer indexes.
 func (f *Searcher) Stats() index.Stats { return f.local.Searcher.Stats() }

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
-	"github.com/faultline/faultline/rule"
 )
 
 // Remote returns a Searcher over the HTTP API of the analyzer at baseURL
@@ -203,10 +203,10 @@ func (r *remote) DocCount() (uint64, error) {
 }
 
 // Findings are the peer's, nil when it does not answer.
-func (r *remote) Findings() []rule.Finding {
+func (r *remote) Findings() []finding.Finding {
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
-	var fs []rule.Finding
+	var fs []finding.Finding
 	if err := r.get(ctx, "/api/findings", nil, &fs); err != nil {
 		return nil
 	}

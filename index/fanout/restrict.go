@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
-	"github.com/faultline/faultline/rule"
 )
 
 // Restrict returns s seeing only the events of the partitions owned
@@ -66,8 +66,8 @@ func (r *restricted) DocCount() (uint64, error) {
 	return res.Total, nil
 }
 
-func (r *restricted) Findings() []rule.Finding { return r.s.Findings() }
-func (r *restricted) Stats() index.Stats       { return r.s.Stats() }
+func (r *restricted) Findings() []finding.Finding { return r.s.Findings() }
+func (r *restricted) Stats() index.Stats          { return r.s.Stats() }
 
 // boundsBySearch finds the oldest and newest event times of s by two
 // searches of one hit, oldest and newest first, side by side (hits without

@@ -10,6 +10,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/rule/ruletest"
 	"github.com/faultline/faultline/rules"
@@ -67,7 +68,7 @@ func TestBuiltinFixtures(t *testing.T) {
 		if !r.Passed() {
 			var got []string
 			for _, f := range r.Got {
-				got = append(got, f.Rule+" ["+f.Severity+", "+f.Status+"]")
+				got = append(got, f.Rule+" ["+string(f.Severity)+", "+string(f.Status)+"]")
 			}
 			t.Errorf("%s: %s:\n  %s\n  got: %v", r.File, r.Name, strings.Join(r.Failures, "\n  "), got)
 		}
@@ -112,7 +113,7 @@ func TestEveryRuleHasFixtures(t *testing.T) {
 			}
 			if c.NoFindings {
 				for _, r := range rs {
-					if rule.SeverityRank(r.Severity) >= rule.SeverityRank(c.NoFindingsAt) && !contains(c.Absent, r.ID) {
+					if finding.Severity(r.Severity).Rank() >= finding.Severity(c.NoFindingsAt).Rank() && !contains(c.Absent, r.ID) {
 						neg[r.ID]++
 					}
 				}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
 	"github.com/faultline/faultline/rule"
@@ -88,7 +89,7 @@ func TestCorpus(t *testing.T) {
 				t.Skipf("known failure: %s", c.knownFailure)
 			}
 			got := diagnose(t, c.path)
-			var active []rule.Finding
+			var active []finding.Finding
 			for _, f := range got {
 				if f.Status == "active" {
 					active = append(active, f)
@@ -96,7 +97,7 @@ func TestCorpus(t *testing.T) {
 			}
 			if c.category == "healthy" {
 				for _, f := range active {
-					if rule.SeverityRank(f.Severity) > rule.SeverityRank(rule.SeverityInfo) {
+					if finding.Severity(f.Severity).Rank() > finding.Severity(finding.Info).Rank() {
 						t.Errorf("healthy case got a %s finding %s: %s", f.Severity, f.Rule, f.Summary)
 					}
 				}
@@ -126,7 +127,7 @@ func TestCorpus(t *testing.T) {
 
 // diagnose runs the built-in pack over a case the way `analyzer diagnose
 // PATH` does: each case gets fresh rules and a fresh engine.
-func diagnose(t *testing.T, p string) []rule.Finding {
+func diagnose(t *testing.T, p string) []finding.Finding {
 	t.Helper()
 	rs, err := rule.LoadBuiltin()
 	if err != nil {
@@ -147,10 +148,10 @@ func diagnose(t *testing.T, p string) []rule.Finding {
 	return e.Findings()
 }
 
-func describeAll(fs []rule.Finding) string {
+func describeAll(fs []finding.Finding) string {
 	s := make([]string, len(fs))
 	for i, f := range fs {
-		s[i] = f.Cause + " (" + f.Rule + ", " + f.Severity + ")"
+		s[i] = f.Cause + " (" + f.Rule + ", " + string(f.Severity) + ")"
 	}
 	return strings.Join(s, ", ")
 }

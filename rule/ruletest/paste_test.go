@@ -101,7 +101,7 @@ func firstCause(t *testing.T, files []pipeline.File) string {
 	}
 	for _, f := range e.Findings() {
 		if f.Status == "active" {
-			return f.Cause + "/" + f.Severity
+			return f.Cause + "/" + string(f.Severity)
 		}
 	}
 	return ""

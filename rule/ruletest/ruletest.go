@@ -17,6 +17,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
 	"github.com/faultline/faultline/rule"
@@ -70,7 +71,7 @@ type Result struct {
 	// Skipped, when set, says why the case did not run (its log files are
 	// not there); a skipped case has no failures.
 	Skipped string
-	Got     []rule.Finding
+	Got     []finding.Finding
 }
 
 // Passed reports whether the case passed.
@@ -200,7 +201,7 @@ func ruleErrors(errs map[string]rule.ErrorStat) []string {
 	return out
 }
 
-func run(ctx context.Context, base string, c Case, rules []*rule.Rule) ([]rule.Finding, map[string]rule.ErrorStat, error) {
+func run(ctx context.Context, base string, c Case, rules []*rule.Rule) ([]finding.Finding, map[string]rule.ErrorStat, error) {
 	var files []pipeline.File
 	nodes := make([]string, 0, len(c.Logs))
 	for n := range c.Logs {
@@ -236,7 +237,7 @@ func run(ctx context.Context, base string, c Case, rules []*rule.Rule) ([]rule.F
 	return engine.Findings(), engine.Errors(), nil
 }
 
-func check(c Case, got []rule.Finding) []string {
+func check(c Case, got []finding.Finding) []string {
 	var fails []string
 	pos := -1
 	for i, want := range c.Expect {
@@ -258,15 +259,15 @@ func check(c Case, got []rule.Finding) []string {
 	}
 	for _, a := range c.Absent {
 		for _, g := range got {
-			if g.Rule == a && g.Status == "active" {
+			if g.Rule == a && g.Status == finding.Active {
 				fails = append(fails, fmt.Sprintf("rule %s fired but must not (%s)", a, g.Summary))
 			}
 		}
 	}
 	if c.NoFindings {
-		at := rule.SeverityRank(c.NoFindingsAt)
+		at := finding.Severity(c.NoFindingsAt).Rank()
 		for _, g := range got {
-			if g.Status == "active" && rule.SeverityRank(g.Severity) >= at {
+			if g.Status == finding.Active && finding.Severity(g.Severity).Rank() >= at {
 				fails = append(fails, fmt.Sprintf("expected no findings, got %s [%s]: %s", g.Rule, g.Severity, g.Title))
 			}
 		}
@@ -274,28 +275,28 @@ func check(c Case, got []rule.Finding) []string {
 	return fails
 }
 
-func matchesID(f rule.Finding, e Expected) bool {
+func matchesID(f finding.Finding, e Expected) bool {
 	return (e.Rule == "" || f.Rule == e.Rule) && (e.Cause == "" || f.Cause == e.Cause)
 }
 
-func find(got []rule.Finding, want Expected) int {
+func find(got []finding.Finding, want Expected) int {
 	for i, g := range got {
-		if matchesID(g, want) && (want.Status != "" || g.Status == "active") {
+		if matchesID(g, want) && (want.Status != "" || g.Status == finding.Active) {
 			return i
 		}
 	}
 	return -1
 }
 
-func mismatch(g rule.Finding, w Expected) string {
+func mismatch(g finding.Finding, w Expected) string {
 	var m []string
-	if w.Severity != "" && g.Severity != w.Severity {
+	if w.Severity != "" && string(g.Severity) != w.Severity {
 		m = append(m, fmt.Sprintf("severity %s, expected %s", g.Severity, w.Severity))
 	}
 	if w.Confidence != "" && g.Confidence != w.Confidence {
 		m = append(m, fmt.Sprintf("confidence %s, expected %s", g.Confidence, w.Confidence))
 	}
-	if w.Status != "" && g.Status != w.Status {
+	if w.Status != "" && string(g.Status) != w.Status {
 		m = append(m, fmt.Sprintf("status %s, expected %s", g.Status, w.Status))
 	}
 	for _, n := range w.Nodes {

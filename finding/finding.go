@@ -1,26 +1,65 @@
-package rule
+// Package finding holds the diagnosis that every part of Faultline passes
+// around: a Finding with its evidence, its severity and its status. It is a
+// leaf (standard library only) so that the index, the sinks, the web API and
+// the cluster code can carry findings without importing the rule engine.
+package finding
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
+
+// Severity says how sure and how urgent a finding is. Its JSON form is the
+// plain word.
+type Severity string
 
 // Severities, most severe first.
 const (
-	SeverityCritical = "critical"
-	SeverityWarning  = "warning"
-	SeverityInfo     = "info"
+	Critical Severity = "critical"
+	Warning  Severity = "warning"
+	Info     Severity = "info"
 )
 
-// SeverityRank orders severities: critical 3, warning 2, info 1, unknown 0.
-func SeverityRank(s string) int {
+// Severities lists the valid severities, most severe first.
+var Severities = []Severity{Critical, Warning, Info}
+
+// Rank orders severities: critical 3, warning 2, info 1, unknown 0.
+func (s Severity) Rank() int {
 	switch s {
-	case SeverityCritical:
+	case Critical:
 		return 3
-	case SeverityWarning:
+	case Warning:
 		return 2
-	case SeverityInfo:
+	case Info:
 		return 1
 	}
 	return 0
 }
+
+// Valid reports whether s is one of the Severities.
+func (s Severity) Valid() bool { return s.Rank() > 0 }
+
+// ParseSeverity returns the severity named s, or an error that lists the
+// valid words (a typo such as "crtical" must never pass as a warning).
+func ParseSeverity(s string) (Severity, error) {
+	if v := Severity(s); v.Valid() {
+		return v, nil
+	}
+	return "", fmt.Errorf("severity %q is not one of critical, warning, info", s)
+}
+
+// Status is where a finding stands in its lifecycle.
+type Status string
+
+const (
+	// Active: the evidence holds in the launch it was raised in.
+	Active Status = "active"
+	// Resolved: a later launch of the same cluster came up healthy.
+	Resolved Status = "resolved"
+	// Retracted: the evidence no longer makes the case (new facts ruled it
+	// out, or the rule that raised it was removed).
+	Retracted Status = "retracted"
+)
 
 // Evidence is one log record that proved a fact of a finding.
 type Evidence struct {
@@ -46,7 +85,7 @@ type Finding struct {
 	ID          string              `json:"id"` // stable: rule, cluster, the record that opened the launch, key facts
 	Rule        string              `json:"rule"`
 	Cause       string              `json:"cause"`
-	Severity    string              `json:"severity"`
+	Severity    Severity            `json:"severity"`
 	Confidence  string              `json:"confidence"`
 	Title       string              `json:"title"`
 	Summary     string              `json:"summary"`
@@ -59,7 +98,7 @@ type Finding struct {
 	RuledOut    []RuledOut          `json:"ruled_out"`
 	Evidence    []Evidence          `json:"evidence"`
 	ExplainedBy string              `json:"explained_by,omitempty"` // id of the root-cause finding this one is a consequence of
-	Status      string              `json:"status"`                 // "active", or "resolved" once a later launch came up healthy
+	Status      Status              `json:"status"`
 	FirstSeen   time.Time           `json:"first_seen,omitzero"`
 	LastSeen    time.Time           `json:"last_seen,omitzero"`
 	Updates     int                 `json:"updates"` // how many times new evidence changed it
