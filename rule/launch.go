@@ -1,0 +1,135 @@
+package rule
+
+import (
+	"regexp"
+
+	"github.com/faultline/faultline/finding"
+	"github.com/faultline/faultline/parsers"
+)
+
+// Launch markers. A new `vllm serve` (its version banner) or a restarted Ray
+// head begins a launch; the API server coming up marks the launch healthy.
+const (
+	markRayHead = iota
+	markVLLM
+	markHealthy
+	markUvicorn
+	markFailed
+)
+
+// markerLiterals are found by the same Aho-Corasick pass as the matchers'
+// literals (indexed by the mark constants; every failure literal stands for
+// markFailed).
+var markerLiterals = [...]string{rayHeadStart, "server version", "startup complete", "Uvicorn running"}
+
+// failureLiterals prove that a launch failed, whatever the cause: an
+// exception that reached the top, an NCCL result code (ncclGetErrorString
+// and torch's C10D_NCCL_CHECK texts, all NCCL versions), a process or actor
+// that died. Signals that are benign on a healthy launch ("NET/IB : No
+// device found", the Gloo loopback fallback) matter only with one of these.
+var failureLiterals = []string{
+	"Traceback (most recent call last)",
+	"NCCL error", "unhandled system error", "unhandled cuda error", "invalid usage (run with NCCL_DEBUG",
+	"internal error - please report", "remote process exited or there was a network error",
+	"ncclSystemError", "ncclInternalError", "ncclInvalidUsage", "ncclRemoteError", "ncclUnhandledCudaError",
+	"DistBackendError", "DistNetworkError", "DistStoreError",
+	"Engine core initialization failed", "RayActorError", "ActorDiedError", "WorkerCrashedError",
+	"core dumped", "Fatal Python error", "SIGABRT",
+	"Watchdog caught collective operation timeout",
+}
+
+var (
+	reVLLMBanner = regexp.MustCompile(`vLLM API server version (\S+)|vLLM server version (\S+)`)
+	rayHeadStart = "To add another node to this Ray cluster"
+	reHealthy    = regexp.MustCompile(`Application startup complete|Uvicorn running on`)
+)
+
+// firstOpener is the opener of the launch that ev opens in a cluster without
+// launches: the checkpoint's launch keeps the opener the checkpoint names
+// (even when the stream lost that record); a checkpoint written before
+// openers were kept names none, and the replay's first record is taken.
+func (cs *clusterState) firstOpener(ev *parsers.Event) string {
+	switch {
+	case cs.restored.Opener != "":
+		return cs.restored.Opener
+	case cs.restored != (LaunchMark{}):
+		return openerID(ev)
+	}
+	return firstLaunch
+}
+
+func (e *Engine) newLaunch(cs *clusterState, opener string, ev *parsers.Event, pos uint64) *launchState {
+	cs.seq++
+	ls := &launchState{num: cs.seq, opener: opener, pos: pos, start: ev.Time, facts: map[string]*factState{}}
+	cs.launches = append(cs.launches, ls)
+	if len(cs.launches) > maxLaunchesKept {
+		cs.launches = cs.launches[len(cs.launches)-maxLaunchesKept:]
+	}
+	return ls
+}
+
+// trackLaunch starts a new launch on a launch marker and resolves the
+// findings of earlier launches when a launch comes up healthy.
+func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event, pos uint64, msg string, marks uint8) []finding.Finding {
+	ls := cs.launches[len(cs.launches)-1]
+	switch {
+	case marks&(1<<markRayHead) != 0:
+		if ls.marked {
+			ls = e.newLaunch(cs, openerID(ev), ev, pos)
+		}
+		ls.marked = true
+	case marks&(1<<markVLLM) != 0 && reVLLMBanner.MatchString(msg):
+		if ls.vllmSeen {
+			ls = e.newLaunch(cs, openerID(ev), ev, pos)
+		}
+		ls.marked, ls.vllmSeen = true, true
+	case marks&(1<<markFailed) != 0:
+		if ls.failed {
+			return nil
+		}
+		ls.failed = true
+		return e.reevaluateOutcome(cluster, ls, ev)
+	case marks&(1<<markHealthy|1<<markUvicorn) != 0 && reHealthy.MatchString(msg):
+		if ls.healthy {
+			return nil
+		}
+		ls.healthy = true
+		out := e.reevaluateOutcome(cluster, ls, ev)
+		for _, f := range e.findings {
+			if f.Cluster == cluster && f.Launch < ls.num && f.Status == finding.Active {
+				f.Status = finding.Resolved
+				f.Updates++
+				out = append(out, e.snapshot(f))
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// reevaluateOutcome re-runs the rules whose conditions read the outcome, now
+// that it changed.
+func (e *Engine) reevaluateOutcome(cluster string, ls *launchState, ev *parsers.Event) []finding.Finding {
+	var out []finding.Finding
+	for _, r := range e.rules {
+		if !r.usesOutcome {
+			continue
+		}
+		if f := e.evaluate(r, cluster, ls, ev); f != nil {
+			out = append(out, *f)
+		}
+	}
+	return out
+}
+
+// outcome is how far the launch got: "ready" once the API server came up,
+// else "failed" once a failure signal was seen, else "running".
+func (ls *launchState) outcome() string {
+	switch {
+	case ls.healthy:
+		return "ready"
+	case ls.failed:
+		return "failed"
+	}
+	return "running"
+}
