@@ -54,6 +54,7 @@ func commands(stdin io.Reader) []command {
 		{"search", "search an index from the terminal", runSearch},
 		{"serve", "live: consume from NATS, index, alert, serve the web UI", runServe},
 		{"ui", "serve the web UI over an existing index", runUI},
+		{"config", "check a settings file of serve --config (config check FILE)", runConfig},
 		{"rules", "lint, test or measure the coverage of rule files (rules lint|test|coverage)", runRules},
 	}
 }

@@ -17,11 +17,63 @@ import (
 
 	"github.com/faultline/faultline"
 	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/internal/config"
 	"github.com/faultline/faultline/internal/secrets"
 	"github.com/faultline/faultline/server"
 )
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// serveSettings are serve's flags, each also the key of the same name in
+// its --config file (package config). To add a setting: a field (here or in
+// server.Config) and its line in RegisterFlags; the file, --print-config and
+// `analyzer config check` have it from there.
+type serveSettings struct {
+	server.Config
+	tokenFile, httpTokenFile string
+	memLimit                 *byteSize
+	logLevel                 string
+	demo                     bool
+	sinks                    sinkFlags // the sinks every mode takes; serve's webhook is its outbox (--webhook)
+	cluster                  *clusterFlags
+}
+
+// RegisterFlags defines every setting of serve as a flag of fs.
+func (c *serveSettings) RegisterFlags(fs *pflag.FlagSet) {
+	cfg := &c.Config
+	fs.StringVar(&cfg.DataDir, "data-dir", "./faultline-data", "`DIR` holding the index, findings and embedded NATS store")
+	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "client `ADDR` (host:port) of the embedded NATS server")
+	fs.StringVar(&cfg.NATS.URL, "nats", "", "use the external NATS server at these `URLS` (comma-separated) instead of the embedded one")
+	fs.StringVar(&cfg.NATS.User, "user", "", "NATS `USER` (the embedded server requires it too)")
+	fs.StringVar(&cfg.NATS.Password, "password", "", "NATS `PASSWORD`")
+	fs.StringVar(&cfg.NATS.Token, "token", "", "NATS `TOKEN` (the embedded server requires it too; default $FAULTLINE_TOKEN)")
+	fs.StringVar(&c.tokenFile, "token-file", "", "read the NATS token from this `FILE`")
+	fs.StringVar(&cfg.NATS.Creds, "creds", "", "NATS credentials `FILE` (JWT + nkey)")
+	fs.StringVar(&cfg.NATS.NKey, "nkey", "", "NATS nkey seed `FILE`")
+	fs.StringVar(&cfg.NATS.TLSCA, "tls-ca", "", "CA certificate `FILE` to verify the server")
+	fs.StringVar(&cfg.NATS.TLSCert, "tls-cert", "", "client certificate `FILE`")
+	fs.StringVar(&cfg.NATS.TLSKey, "tls-key", "", "client key `FILE`")
+	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:8080", "HTTP listen `ADDR` (empty: off)")
+	fs.StringVar(&cfg.HTTPToken, "http-token", "", "require this `TOKEN` on every HTTP route but /healthz (set it when --http is not on localhost; default $FAULTLINE_HTTP_TOKEN): as a bearer header, or a browser signs in on the login page (or opens ?token= once)")
+	fs.StringVar(&c.httpTokenFile, "http-token-file", "", "read the HTTP bearer token from this `FILE`")
+	fs.DurationVar(&cfg.SearchTimeout, "search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
+	c.memLimit = memoryLimitFlag(fs)
+	fs.DurationVar(&cfg.RuleBudget, "rule-budget", server.DefaultRuleBudget, "log a rule (once a minute) when one of its matchers or its condition takes longer than this on one event (negative: never)")
+	fs.StringVar(&cfg.Webhook, "webhook", "", "POST findings to this `URL` as JSON with a text field (Slack-compatible)")
+	c.sinks.register(fs, false, false)
+	fs.StringArrayVar(&cfg.RuleDirs, "rules", nil, "watched `DIR` of rule files added to the built-in pack (repeatable)")
+	fs.BoolVar(&cfg.RulesOnly, "rules-only", false, "use only the rules from --rules")
+	fs.StringVar(&cfg.Durable, "consumer", "analyzer", "JetStream durable consumer `NAME`")
+	fs.BoolVar(&c.demo, "demo", false, "replay the seed scenario through two in-process shippers (try this first)")
+	fs.StringVar(&cfg.Demo, "demo-logs", "", "`DIR` of node folders replayed by --demo (default: the seed story, embedded)")
+	fs.DurationVar(&cfg.DemoPace, "demo-pace", 4*time.Second, "how long --demo takes to write the logs")
+	fs.StringVar(&c.logLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
+	c.cluster = registerClusterFlags(fs, cfg)
+	config.Secret(fs, "token", "password", "http-token")
+}
+
+// parseServe parses serve's command line and --config file and checks the
+// settings together; pflag.ErrHelp once --help printed the usage,
+// errPrintConfig once --print-config printed the settings on stdout.
+func parseServe(args []string, stdout, stderr io.Writer) (*serveSettings, *pflag.FlagSet, error) {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -32,65 +84,79 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"Exit status: 0 stopped by Ctrl-C or SIGTERM (SIGHUP reloads the rules), 1 an error.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	var cfg server.Config
-	fs.StringVar(&cfg.DataDir, "data-dir", "./faultline-data", "`DIR` holding the index, findings and embedded NATS store")
-	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "client `ADDR` (host:port) of the embedded NATS server")
-	fs.StringVar(&cfg.NATS.URL, "nats", "", "use the external NATS server at these `URLS` (comma-separated) instead of the embedded one")
-	fs.StringVar(&cfg.NATS.User, "user", "", "NATS `USER` (the embedded server requires it too)")
-	fs.StringVar(&cfg.NATS.Password, "password", "", "NATS `PASSWORD`")
-	fs.StringVar(&cfg.NATS.Token, "token", "", "NATS `TOKEN` (the embedded server requires it too; default $FAULTLINE_TOKEN)")
-	tokenFile := fs.String("token-file", "", "read the NATS token from this `FILE`")
-	fs.StringVar(&cfg.NATS.Creds, "creds", "", "NATS credentials `FILE` (JWT + nkey)")
-	fs.StringVar(&cfg.NATS.NKey, "nkey", "", "NATS nkey seed `FILE`")
-	fs.StringVar(&cfg.NATS.TLSCA, "tls-ca", "", "CA certificate `FILE` to verify the server")
-	fs.StringVar(&cfg.NATS.TLSCert, "tls-cert", "", "client certificate `FILE`")
-	fs.StringVar(&cfg.NATS.TLSKey, "tls-key", "", "client key `FILE`")
-	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:8080", "HTTP listen `ADDR` (empty: off)")
-	fs.StringVar(&cfg.HTTPToken, "http-token", "", "require this `TOKEN` on every HTTP route but /healthz (set it when --http is not on localhost; default $FAULTLINE_HTTP_TOKEN): as a bearer header, or a browser signs in on the login page (or opens ?token= once)")
-	httpTokenFile := fs.String("http-token-file", "", "read the HTTP bearer token from this `FILE`")
-	fs.DurationVar(&cfg.SearchTimeout, "search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
-	memLimit := memoryLimitFlag(fs)
-	fs.DurationVar(&cfg.RuleBudget, "rule-budget", server.DefaultRuleBudget, "log a rule (once a minute) when one of its matchers or its condition takes longer than this on one event (negative: never)")
-	fs.StringVar(&cfg.Webhook, "webhook", "", "POST findings to this `URL` as JSON with a text field (Slack-compatible)")
-	var sf sinkFlags // the sinks every mode takes; serve's webhook is its outbox (--webhook)
-	sf.register(fs, false, false)
-	fs.StringArrayVar(&cfg.RuleDirs, "rules", nil, "watched `DIR` of rule files added to the built-in pack (repeatable)")
-	fs.BoolVar(&cfg.RulesOnly, "rules-only", false, "use only the rules from --rules")
-	fs.StringVar(&cfg.Durable, "consumer", "analyzer", "JetStream durable consumer `NAME`")
-	demo := fs.Bool("demo", false, "replay the seed scenario through two in-process shippers (try this first)")
-	fs.StringVar(&cfg.Demo, "demo-logs", "", "`DIR` of node folders replayed by --demo (default: the seed story, embedded)")
-	fs.DurationVar(&cfg.DemoPace, "demo-pace", 4*time.Second, "how long --demo takes to write the logs")
-	logLevel := fs.String("log-level", "info", "`LEVEL`: debug, info, warn or error")
-	cf := registerClusterFlags(fs, &cfg)
+	c := &serveSettings{}
+	c.RegisterFlags(fs)
+	configFile := fs.String(config.Flag, "", "YAML `FILE` whose keys are these flags' names (flags on the command line win; --print-config writes one, analyzer config check FILE checks one)")
+	printConfig := fs.Bool("print-config", false, "print the settings (defaults, --config and flags applied) as a --config file and exit")
+	config.NotInFile(fs, config.Flag, "print-config")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return usageError("%v", err)
+		return nil, fs, err
 	}
 	if fs.NArg() > 0 {
-		return usageError("unexpected arguments %q", fs.Args())
+		return nil, fs, usageError("unexpected arguments %q", fs.Args())
 	}
-	if err := cf.apply(fs, &cfg); err != nil {
+	if *configFile != "" {
+		if err := config.Apply(fs, *configFile); err != nil {
+			return nil, fs, usageError("%v", err)
+		}
+	}
+	if *printConfig {
+		if err := config.Print(stdout, fs); err != nil {
+			return nil, fs, err
+		}
+		return nil, fs, errPrintConfig
+	}
+	if err := c.check(fs); err != nil {
+		return nil, fs, err
+	}
+	return c, fs, nil
+}
+
+// errPrintConfig is parseServe's answer to --print-config.
+var errPrintConfig = errors.New("--print-config")
+
+// check validates the settings together and completes them: the cluster
+// flags, the secrets (flag, file or environment), the log level, the sinks'
+// URLs.
+func (c *serveSettings) check(fs *pflag.FlagSet) error {
+	cfg := &c.Config
+	if err := c.cluster.apply(fs, cfg); err != nil {
 		return usageError("%v", err)
 	}
 	var err error
-	if cfg.NATS.Token, err = secrets.Resolve("token", cfg.NATS.Token, *tokenFile, "FAULTLINE_TOKEN"); err != nil {
+	if cfg.NATS.Token, err = secrets.Resolve("token", cfg.NATS.Token, c.tokenFile, "FAULTLINE_TOKEN"); err != nil {
 		return usageError("%v", err)
 	}
-	if cfg.HTTPToken, err = secrets.Resolve("http-token", cfg.HTTPToken, *httpTokenFile, "FAULTLINE_HTTP_TOKEN"); err != nil {
+	if cfg.HTTPToken, err = secrets.Resolve("http-token", cfg.HTTPToken, c.httpTokenFile, "FAULTLINE_HTTP_TOKEN"); err != nil {
 		return usageError("%v", err)
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return usageError("--log-level: %v", err)
 	}
-	if !*demo {
+	if !c.demo {
 		cfg.Demo = ""
 	} else if cfg.Demo == "" {
 		cfg.DemoFS = faultline.SeedFailed()
 	}
-	if *demo && !fs.Changed("data-dir") {
+	return nil
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, fs, err := parseServe(args, stdout, stderr)
+	if errors.Is(err, pflag.ErrHelp) || errors.Is(err, errPrintConfig) {
+		return nil
+	}
+	if err != nil {
+		if _, ok := err.(*exitError); ok {
+			return err
+		}
+		return usageError("%v", err)
+	}
+	cfg := c.Config
+	var level slog.Level
+	level.UnmarshalText([]byte(c.logLevel)) // checked by parseServe
+	if c.demo && !fs.Changed("data-dir") {
 		// A demo must not resume an earlier run's stream and findings.
 		dir, err := os.MkdirTemp("", "faultline-demo-data-")
 		if err != nil {
@@ -102,7 +168,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.DemoShip = shipDemo
 	cfg.Stdout = stdout
 	cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	applyMemoryLimit(int64(*memLimit), cfg.Log)
+	applyMemoryLimit(int64(*c.memLimit), cfg.Log)
 	// SIGHUP reloads the rules (it would otherwise end the process).
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -125,7 +191,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 	}()
-	extra, err := sf.build(stdout, cfg.Log)
+	extra, err := c.sinks.build(stdout, cfg.Log)
 	if err != nil {
 		return err
 	}

@@ -95,9 +95,9 @@ func TestDeployExamples(t *testing.T) {
 	})
 }
 
-func checkArgs(t *testing.T, args []string) fileConfig {
+func checkArgs(t *testing.T, args []string) settings {
 	t.Helper()
-	fc, rest, err := parseArgs(args, io.Discard)
+	fc, rest, err := parseArgs(args, io.Discard, io.Discard)
 	if err != nil || len(rest) > 0 {
 		t.Fatalf("shipper %q: %v (left over %q)", args, err, rest)
 	}

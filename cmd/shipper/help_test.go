@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 // string), gives each default once, and says what the exit status means.
 func TestHelp(t *testing.T) {
 	var out strings.Builder
-	if _, _, err := parseArgs([]string{"--help"}, &out); !errors.Is(err, pflag.ErrHelp) {
+	if _, _, err := parseArgs([]string{"--help"}, io.Discard, &out); !errors.Is(err, pflag.ErrHelp) {
 		t.Fatalf("--help: %v", err)
 	}
 	help := out.String()

@@ -21,12 +21,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
+	"github.com/faultline/faultline/internal/config"
 	"github.com/faultline/faultline/internal/secrets"
 	"github.com/faultline/faultline/internal/version"
 	"github.com/faultline/faultline/shipper"
@@ -56,40 +54,76 @@ func main() {
 	}
 }
 
-// fileConfig is the --config YAML: the same keys as the flags.
-type fileConfig struct {
-	Path             []string `yaml:"path"`
-	Container        []string `yaml:"container"`
-	ExcludeContainer []string `yaml:"exclude-container"`
-	ContainerPath    []string `yaml:"container-path"`
-	DockerRoot       string   `yaml:"docker-root"`
-	Cluster          string   `yaml:"cluster"`
-	Node             string   `yaml:"node"`
-	NATS             string   `yaml:"nats"`
-	User             string   `yaml:"user"`
-	Password         string   `yaml:"password"`
-	Token            string   `yaml:"token"`
-	TokenFile        string   `yaml:"token-file"`
-	Creds            string   `yaml:"creds"`
-	NKey             string   `yaml:"nkey"`
-	TLSCA            string   `yaml:"tls-ca"`
-	TLSCert          string   `yaml:"tls-cert"`
-	TLSKey           string   `yaml:"tls-key"`
-	StateDir         string   `yaml:"state-dir"`
-	FlushTimeout     duration `yaml:"flush-timeout"`
-	BatchBytes       int      `yaml:"batch-bytes"`
-	BatchWait        duration `yaml:"batch-wait"`
-	MaxInFlight      int      `yaml:"max-in-flight"`
-	Compression      string   `yaml:"compression"`
-	MetricsAddr      string   `yaml:"metrics-addr"`
-	LogLevel         string   `yaml:"log-level"`
-	MaxAge           duration `yaml:"stream-max-age"`
-	MaxBytes         int64    `yaml:"stream-max-bytes"`
+// settings are the shipper's flags, each also the key of the same name in
+// the --config file (package config). To add one: a field here and its line
+// in RegisterFlags.
+type settings struct {
+	Path             []string
+	Container        []string
+	ExcludeContainer []string
+	ContainerPath    []string
+	DockerRoot       string
+	Cluster          string
+	Node             string
+	NATS             string
+	User             string
+	Password         string
+	Token            string
+	TokenFile        string
+	Creds            string
+	NKey             string
+	TLSCA            string
+	TLSCert          string
+	TLSKey           string
+	StateDir         string
+	FlushTimeout     time.Duration
+	BatchBytes       int
+	BatchWait        time.Duration
+	MaxInFlight      int
+	Compression      string
+	MetricsAddr      string
+	LogLevel         string
+	MaxAge           time.Duration
+	MaxBytes         int64
+}
+
+// RegisterFlags defines every setting as a flag of fs, with its default.
+func (c *settings) RegisterFlags(fs *pflag.FlagSet) {
+	host, _ := os.Hostname()
+	fs.StringArrayVar(&c.Path, "path", nil, "`GLOB` of log files to tail (plain, Docker json-file or CRI); repeatable")
+	fs.StringArrayVar(&c.Container, "container", nil, "Docker container name `PATTERN` (path.Match); repeatable")
+	fs.StringArrayVar(&c.ExcludeContainer, "exclude-container", nil, "Docker container name `PATTERN` never to tail, e.g. the Faultline stack's own containers; repeatable")
+	fs.StringArrayVar(&c.ContainerPath, "container-path", nil, "`GLOB` inside matched containers (in addition to "+shipper.RaySessionLogs+"); repeatable")
+	fs.StringVar(&c.DockerRoot, "docker-root", "/var/lib/docker", "Docker data root `DIR`")
+	fs.StringVar(&c.Cluster, "cluster", "default", "cluster `NAME`")
+	// The default is the host name, shown by pflag as the default value.
+	fs.StringVar(&c.Node, "node", host, "node `NAME`")
+	fs.StringVar(&c.NATS, "nats", "nats://127.0.0.1:4222", "NATS server `URLS`, comma-separated")
+	fs.StringVar(&c.User, "user", "", "NATS `USER`")
+	fs.StringVar(&c.Password, "password", "", "NATS `PASSWORD`")
+	fs.StringVar(&c.Token, "token", "", "NATS `TOKEN` (default $FAULTLINE_TOKEN)")
+	fs.StringVar(&c.TokenFile, "token-file", "", "read the NATS token from this `FILE`")
+	fs.StringVar(&c.Creds, "creds", "", "NATS credentials `FILE` (JWT + nkey)")
+	fs.StringVar(&c.NKey, "nkey", "", "NATS nkey seed `FILE`")
+	fs.StringVar(&c.TLSCA, "tls-ca", "", "CA certificate `FILE` to verify the server")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "client certificate `FILE`")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "client key `FILE`")
+	fs.StringVar(&c.StateDir, "state-dir", "./shipper-state", "`DIR` where acknowledged offsets are kept")
+	fs.DurationVar(&c.FlushTimeout, "flush-timeout", 50*time.Millisecond, "emit a pending multi-line record after this long without a new line")
+	fs.IntVar(&c.BatchBytes, "batch-bytes", 768<<10, "close a batch at this many `BYTES` (capped below the server's max payload)")
+	fs.DurationVar(&c.BatchWait, "batch-wait", 25*time.Millisecond, "close a batch after this long")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", 16, "`N` batches awaiting a PubAck before reading stops")
+	fs.StringVar(&c.Compression, "compression", "s2", "`KIND` of compression of the batches: s2, zstd (smaller, more CPU) or none")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this `ADDR`, e.g. 127.0.0.1:9110 (default off)")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
+	fs.DurationVar(&c.MaxAge, "stream-max-age", 7*24*time.Hour, "max age of the stream if the shipper creates it")
+	fs.Int64Var(&c.MaxBytes, "stream-max-bytes", 10<<30, "max `BYTES` of the stream if the shipper creates it")
+	config.Secret(fs, "token", "password")
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fc, rest, err := parseArgs(args, stderr)
-	if errors.Is(err, pflag.ErrHelp) {
+	fc, rest, err := parseArgs(args, stdout, stderr)
+	if errors.Is(err, pflag.ErrHelp) || errors.Is(err, errPrintConfig) {
 		return nil
 	}
 	if errors.Is(err, errVersion) {
@@ -112,8 +146,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Cluster: fc.Cluster, Node: fc.Node,
 		NATS: shipper.NATSOptions{URL: fc.NATS, User: fc.User, Password: fc.Password, Token: fc.Token, Creds: fc.Creds,
 			NKey: fc.NKey, TLSCA: fc.TLSCA, TLSCert: fc.TLSCert, TLSKey: fc.TLSKey},
-		Stream:   shipper.StreamOptions{MaxAge: time.Duration(fc.MaxAge), MaxBytes: fc.MaxBytes},
-		StateDir: fc.StateDir, FlushTimeout: time.Duration(fc.FlushTimeout), BatchBytes: fc.BatchBytes, BatchWait: time.Duration(fc.BatchWait),
+		Stream:   shipper.StreamOptions{MaxAge: fc.MaxAge, MaxBytes: fc.MaxBytes},
+		StateDir: fc.StateDir, FlushTimeout: fc.FlushTimeout, BatchBytes: fc.BatchBytes, BatchWait: fc.BatchWait,
 		MaxInFlight: fc.MaxInFlight, Compression: fc.Compression, Log: log, Metrics: shipper.NewMetrics(),
 	}
 	for _, a := range rest {
@@ -137,45 +171,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return shipper.Run(ctx, cfg)
 }
 
-// parseArgs parses the flags and merges the --config file under them. It
+// parseArgs parses the flags and applies the --config file under them. It
 // returns the positional arguments; pflag.ErrHelp once --help printed the
-// usage.
-func parseArgs(args []string, stderr io.Writer) (fileConfig, []string, error) {
+// usage, errPrintConfig once --print-config printed the settings on stdout.
+func parseArgs(args []string, stdout, stderr io.Writer) (settings, []string, error) {
 	fs := pflag.NewFlagSet("shipper", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var fc fileConfig
-	host, _ := os.Hostname()
-	configFile := fs.String("config", "", "YAML `FILE` with the same keys as the flags (flags win)")
+	var c settings
+	c.RegisterFlags(fs)
+	configFile := fs.String(config.Flag, "", "YAML `FILE` whose keys are these flags' names (flags on the command line win; --print-config writes one)")
+	printConfig := fs.Bool("print-config", false, "print the settings (defaults, --config and flags applied) as a --config file and exit")
 	showVersion := fs.Bool("version", false, "print the version and exit")
-	fs.StringArrayVar(&fc.Path, "path", nil, "`GLOB` of log files to tail (plain, Docker json-file or CRI); repeatable")
-	fs.StringArrayVar(&fc.Container, "container", nil, "Docker container name `PATTERN` (path.Match); repeatable")
-	fs.StringArrayVar(&fc.ExcludeContainer, "exclude-container", nil, "Docker container name `PATTERN` never to tail, e.g. the Faultline stack's own containers; repeatable")
-	fs.StringArrayVar(&fc.ContainerPath, "container-path", nil, "`GLOB` inside matched containers (in addition to "+shipper.RaySessionLogs+"); repeatable")
-	fs.StringVar(&fc.DockerRoot, "docker-root", "/var/lib/docker", "Docker data root `DIR`")
-	fs.StringVar(&fc.Cluster, "cluster", "default", "cluster `NAME`")
-	// The default is the host name, shown by pflag as the default value.
-	fs.StringVar(&fc.Node, "node", host, "node `NAME`")
-	fs.StringVar(&fc.NATS, "nats", "nats://127.0.0.1:4222", "NATS server `URLS`, comma-separated")
-	fs.StringVar(&fc.User, "user", "", "NATS `USER`")
-	fs.StringVar(&fc.Password, "password", "", "NATS `PASSWORD`")
-	fs.StringVar(&fc.Token, "token", "", "NATS `TOKEN` (default $FAULTLINE_TOKEN)")
-	fs.StringVar(&fc.TokenFile, "token-file", "", "read the NATS token from this `FILE`")
-	fs.StringVar(&fc.Creds, "creds", "", "NATS credentials `FILE` (JWT + nkey)")
-	fs.StringVar(&fc.NKey, "nkey", "", "NATS nkey seed `FILE`")
-	fs.StringVar(&fc.TLSCA, "tls-ca", "", "CA certificate `FILE` to verify the server")
-	fs.StringVar(&fc.TLSCert, "tls-cert", "", "client certificate `FILE`")
-	fs.StringVar(&fc.TLSKey, "tls-key", "", "client key `FILE`")
-	fs.StringVar(&fc.StateDir, "state-dir", "./shipper-state", "`DIR` where acknowledged offsets are kept")
-	fc.FlushTimeout, fc.BatchWait, fc.MaxAge = duration(50*time.Millisecond), duration(25*time.Millisecond), duration(7*24*time.Hour)
-	fs.Var(&fc.FlushTimeout, "flush-timeout", "emit a pending multi-line record after this long without a new line")
-	fs.IntVar(&fc.BatchBytes, "batch-bytes", 768<<10, "close a batch at this many `BYTES` (capped below the server's max payload)")
-	fs.Var(&fc.BatchWait, "batch-wait", "close a batch after this long")
-	fs.IntVar(&fc.MaxInFlight, "max-in-flight", 16, "`N` batches awaiting a PubAck before reading stops")
-	fs.StringVar(&fc.Compression, "compression", "s2", "`KIND` of compression of the batches: s2, zstd (smaller, more CPU) or none")
-	fs.StringVar(&fc.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this `ADDR`, e.g. 127.0.0.1:9110 (default off)")
-	fs.StringVar(&fc.LogLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
-	fs.Var(&fc.MaxAge, "stream-max-age", "max age of the stream if the shipper creates it")
-	fs.Int64Var(&fc.MaxBytes, "stream-max-bytes", 10<<30, "max `BYTES` of the stream if the shipper creates it")
+	config.NotInFile(fs, config.Flag, "print-config", "version")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: shipper [flags] [-]\n\nTails logs and publishes them to NATS JetStream; '-' reads stdin.\n\n"+
 			"Exit status: 0 stopped by Ctrl-C or SIGTERM, or stdin ended and all of it was acknowledged;\n"+
@@ -183,142 +190,28 @@ func parseArgs(args []string, stderr io.Writer) (fileConfig, []string, error) {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return fc, nil, err
+		return c, nil, err
 	}
 	if *showVersion {
-		return fc, nil, errVersion
+		return c, nil, errVersion
 	}
 	if *configFile != "" {
-		if err := mergeConfig(*configFile, fs, &fc); err != nil {
-			return fc, nil, err
+		if err := config.Apply(fs, *configFile); err != nil {
+			return c, nil, err
 		}
 	}
-	return fc, fs.Args(), nil
+	if *printConfig {
+		if err := config.Print(stdout, fs); err != nil {
+			return c, nil, err
+		}
+		return c, nil, errPrintConfig
+	}
+	return c, fs.Args(), nil
 }
 
-// errVersion is parseArgs' answer to --version.
-var errVersion = errors.New("--version")
-
-// mergeConfig reads the YAML file into fc for every key whose flag was not
-// given on the command line.
-func mergeConfig(file string, fs *pflag.FlagSet, fc *fileConfig) error {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return fmt.Errorf("--config: %w", err)
-	}
-	var y fileConfig
-	if err := yaml.UnmarshalWithOptions(b, &y, yaml.Strict()); err != nil {
-		// file:line:column: message, like a compiler, rather than the
-		// library's "[line:column] message" and source excerpt.
-		var ye yaml.Error
-		if errors.As(err, &ye) && ye.GetToken() != nil {
-			pos := ye.GetToken().Position
-			return fmt.Errorf("--config %s:%d:%d: %s", file, pos.Line, pos.Column, ye.GetMessage())
-		}
-		return fmt.Errorf("--config %s: %w", file, err)
-	}
-	if err := checkIntegers(file, b); err != nil {
-		return err
-	}
-	set := func(name string, apply func()) {
-		if !fs.Changed(name) {
-			apply()
-		}
-	}
-	set("path", func() { fc.Path = append(fc.Path, y.Path...) })
-	set("container", func() { fc.Container = append(fc.Container, y.Container...) })
-	set("exclude-container", func() { fc.ExcludeContainer = append(fc.ExcludeContainer, y.ExcludeContainer...) })
-	set("container-path", func() { fc.ContainerPath = append(fc.ContainerPath, y.ContainerPath...) })
-	str := map[string][2]*string{"docker-root": {&fc.DockerRoot, &y.DockerRoot}, "cluster": {&fc.Cluster, &y.Cluster},
-		"node": {&fc.Node, &y.Node}, "nats": {&fc.NATS, &y.NATS}, "user": {&fc.User, &y.User}, "password": {&fc.Password, &y.Password},
-		"token": {&fc.Token, &y.Token}, "token-file": {&fc.TokenFile, &y.TokenFile}, "creds": {&fc.Creds, &y.Creds}, "nkey": {&fc.NKey, &y.NKey}, "tls-ca": {&fc.TLSCA, &y.TLSCA},
-		"tls-cert": {&fc.TLSCert, &y.TLSCert}, "tls-key": {&fc.TLSKey, &y.TLSKey}, "state-dir": {&fc.StateDir, &y.StateDir},
-		"metrics-addr": {&fc.MetricsAddr, &y.MetricsAddr}, "log-level": {&fc.LogLevel, &y.LogLevel}, "compression": {&fc.Compression, &y.Compression}}
-	for name, p := range str {
-		if *p[1] != "" {
-			set(name, func() { *p[0] = *p[1] })
-		}
-	}
-	dur := map[string][2]*duration{"flush-timeout": {&fc.FlushTimeout, &y.FlushTimeout}, "batch-wait": {&fc.BatchWait, &y.BatchWait},
-		"stream-max-age": {&fc.MaxAge, &y.MaxAge}}
-	for name, p := range dur {
-		if *p[1] != 0 {
-			set(name, func() { *p[0] = *p[1] })
-		}
-	}
-	if y.BatchBytes != 0 {
-		set("batch-bytes", func() { fc.BatchBytes = y.BatchBytes })
-	}
-	if y.MaxInFlight != 0 {
-		set("max-in-flight", func() { fc.MaxInFlight = y.MaxInFlight })
-	}
-	if y.MaxBytes != 0 {
-		set("stream-max-bytes", func() { fc.MaxBytes = y.MaxBytes })
-	}
-	return nil
-}
-
-// intKeys are the whole-number settings of the config file: the YAML
-// library would read batch-bytes: 1.5 as 1 without a word.
-var intKeys = map[string]bool{"batch-bytes": true, "max-in-flight": true, "stream-max-bytes": true}
-
-// checkIntegers refuses a value of intKeys that is not a whole number,
-// naming its line and column. The file has already been decoded.
-func checkIntegers(file string, b []byte) error {
-	f, err := parser.ParseBytes(b, 0)
-	if err != nil {
-		return nil // decoding reported it
-	}
-	for _, doc := range f.Docs {
-		var pairs []*ast.MappingValueNode
-		switch body := doc.Body.(type) {
-		case *ast.MappingNode:
-			pairs = body.Values
-		case *ast.MappingValueNode:
-			pairs = []*ast.MappingValueNode{body}
-		}
-		for _, kv := range pairs {
-			if !intKeys[kv.Key.String()] {
-				continue
-			}
-			switch kv.Value.(type) {
-			case *ast.IntegerNode, *ast.NullNode:
-				continue
-			}
-			pos := kv.Value.GetToken().Position
-			return fmt.Errorf("--config %s:%d:%d: %s must be a whole number, not %s", file, pos.Line, pos.Column, kv.Key, kv.Value)
-		}
-	}
-	return nil
-}
-
-// duration is a time.Duration flag and --config value. In the file it must
-// be a string such as 25ms or 168h; a bad one is reported with its line
-// (the YAML library reports time.ParseDuration's error without one).
-type duration time.Duration
-
-func (d *duration) String() string { return time.Duration(*d).String() }
-func (d *duration) Type() string   { return "duration" }
-
-func (d *duration) Set(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = duration(v)
-	return nil
-}
-
-// UnmarshalYAML implements yaml.NodeUnmarshaler.
-func (d *duration) UnmarshalYAML(n ast.Node) error {
-	switch n := n.(type) {
-	case *ast.NullNode:
-		return nil // "key:" with no value: not set
-	case *ast.StringNode:
-		if err := d.Set(n.Value); err != nil {
-			return &yaml.SyntaxError{Message: err.Error(), Token: n.GetToken()}
-		}
-		return nil
-	}
-	return &yaml.SyntaxError{Message: fmt.Sprintf("%s is not a duration (write e.g. 25ms, 5s or 168h)", n.GetToken().Value), Token: n.GetToken()}
-}
+// errVersion and errPrintConfig are parseArgs' answers to --version and
+// --print-config.
+var (
+	errVersion     = errors.New("--version")
+	errPrintConfig = errors.New("--print-config")
+)
