@@ -58,7 +58,7 @@ func NewCoverage(rules []*Rule) *Coverage {
 		for _, name := range r.factNames {
 			for i, m := range r.facts[name].matches {
 				mc := &MatcherCoverage{Rule: r.ID, File: r.File, Fact: name, Index: i,
-					Regex: m.spec.Regex, Field: m.spec.Field, Note: m.spec.Note}
+					Regex: m.match.Regex, Field: m.match.Field, Note: m.spec.Note}
 				c.of[m] = mc
 				c.all = append(c.all, mc)
 			}

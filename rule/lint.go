@@ -76,6 +76,18 @@ func lintSpec(s Spec, costs bool) []error {
 }
 
 func lintMatcher(ms MatchSpec, path string, costs bool) []error {
+	errs := lintMatch(Match{Regex: ms.Regex, Field: ms.Field, Sources: ms.Sources, Levels: ms.Levels}, path, costs)
+	if ms.Note != "" {
+		if msg := noteProblem(ms.Note); msg != "" {
+			errs = append(errs, ferr(path+".note", "note %q %s", ms.Note, msg))
+		}
+	}
+	return errs
+}
+
+// lintMatch checks a matcher's sources, levels and field against what the
+// parsers set, and with costs its regex against the cost budget.
+func lintMatch(ms Match, path string, costs bool) []error {
 	var errs []error
 	for i, src := range ms.Sources {
 		if !containsString(knownSources, src) {
@@ -94,11 +106,6 @@ func lintMatcher(ms MatchSpec, path string, costs bool) []error {
 	if costs && ms.Regex != "" {
 		if err := lintRegexCost(ms.Regex, path+".regex"); err != nil {
 			errs = append(errs, err)
-		}
-	}
-	if ms.Note != "" {
-		if msg := noteProblem(ms.Note); msg != "" {
-			errs = append(errs, ferr(path+".note", "note %q %s", ms.Note, msg))
 		}
 	}
 	return errs

@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
-	"sort"
 	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 
 	"github.com/faultline/faultline/rules"
 )
@@ -23,7 +20,7 @@ func IsTestFile(name string) bool {
 }
 
 func isRuleFile(name string) bool {
-	return (strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) && !IsTestFile(name)
+	return isYAML(name) && name != causesFile
 }
 
 // Problem is one thing wrong with a rule file, with its position.
@@ -51,106 +48,71 @@ func (e *LoadError) Error() string {
 
 // LoadBuiltin loads the rule pack embedded in the binary.
 func LoadBuiltin() ([]*Rule, error) {
-	// Trusted: the pack's regex costs are checked once, by
-	// TestBuiltinRegexCost, not at every start of every command.
-	return loadFS(rules.FS, ".", "rules", true)
+	p, err := LoadBuiltinPack()
+	if p == nil {
+		return nil, err
+	}
+	return p.Rules, err
 }
 
-// LoadDir loads every rule file (*.yaml, *.yml, not *.test.yaml) in dir.
+// LoadBuiltinPack loads the pack embedded in the binary: rules, catalog
+// and causes.
+func LoadBuiltinPack() (*Pack, error) {
+	return loadLayers([]layerSource{builtinLayer()}, 0)
+}
+
+// builtinLayer is the embedded pack. Trusted: its regex costs are checked
+// once, by TestBuiltinRegexCost, not at every start of every command.
+func builtinLayer() layerSource {
+	return layerSource{fsys: rules.FS, dir: ".", display: "rules", trusted: true}
+}
+
+// LoadDir loads the rules of dir (*.yaml, *.yml, not *.test.yaml) with its
+// catalog and causes, on top of the built-in catalog and causes (not the
+// built-in rules).
 func LoadDir(dir string) ([]*Rule, error) {
+	p, err := LoadDirPack(dir)
+	if p == nil {
+		return nil, err
+	}
+	return p.Rules, err
+}
+
+// LoadDirPack is LoadDir, returning the whole pack.
+func LoadDirPack(dir string) (*Pack, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("load rules: %w", err)
 	}
-	return LoadFS(os.DirFS(dir), ".", dir)
+	return LoadFSPack(os.DirFS(dir), ".", dir)
 }
 
-// LoadFS loads the rule files of dir in fsys; display is the directory name
-// used in messages. All problems of all files are reported at once.
+// LoadFS loads the pack in dir of fsys as LoadDir does; display is the
+// directory name used in messages. All problems of all files are reported
+// at once.
 func LoadFS(fsys fs.FS, dir, display string) ([]*Rule, error) {
-	return loadFS(fsys, dir, display, false)
+	p, err := LoadFSPack(fsys, dir, display)
+	if p == nil {
+		return nil, err
+	}
+	return p.Rules, err
 }
 
-// loadFS is LoadFS; trusted skips the lint that costs start-up time (see
-// compile).
-func loadFS(fsys fs.FS, dir, display string, trusted bool) ([]*Rule, error) {
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, fmt.Errorf("load rules from %s: %w", display, err)
-	}
-	var out []*Rule
-	var problems []Problem
-	seen := map[string]string{}
-	for _, e := range entries {
-		if e.IsDir() || !isRuleFile(e.Name()) {
-			continue
-		}
-		data, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
-		name := path.Join(display, e.Name())
-		if err != nil {
-			problems = append(problems, Problem{File: name, Line: 1, Column: 1, Message: err.Error()})
-			continue
-		}
-		rs, ps := parseRules(name, data, trusted)
-		problems = append(problems, ps...)
-		for _, r := range rs {
-			if prev, dup := seen[r.ID]; dup {
-				problems = append(problems, Problem{File: name, Line: r.line, Column: 1,
-					Message: fmt.Sprintf("duplicate rule id %q (also in %s)", r.ID, prev)})
-				continue
-			}
-			seen[r.ID] = name
-			out = append(out, r)
-		}
-	}
-	if len(problems) > 0 {
-		return out, &LoadError{Problems: problems}
-	}
-	return out, nil
+// LoadFSPack is LoadFS, returning the whole pack.
+func LoadFSPack(fsys fs.FS, dir, display string) (*Pack, error) {
+	return loadLayers([]layerSource{builtinLayer(), {fsys: fsys, dir: dir, display: display}}, 1)
 }
 
 // Parse reads the rules of one file (one rule per YAML document) and checks
-// them. Problems name the file, line and column.
+// them against the built-in catalog and causes. Problems name the file,
+// line and column.
 func Parse(file string, data []byte) ([]*Rule, []Problem) {
-	return parseRules(file, data, false)
-}
-
-func parseRules(file string, data []byte, trusted bool) ([]*Rule, []Problem) {
-	f, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return nil, []Problem{yamlProblem(file, err)}
-	}
-	var out []*Rule
-	var problems []Problem
-	for _, doc := range f.Docs {
-		if doc.Body == nil {
-			continue
-		}
-		var spec Spec
-		if err := yaml.NodeToValue(doc.Body, &spec, yaml.Strict()); err != nil {
-			problems = append(problems, yamlProblem(file, err))
-			continue
-		}
-		line := 1
-		if tk := doc.Body.GetToken(); tk != nil && tk.Position != nil {
-			line = tk.Position.Line
-		}
-		r, errs := compile(spec, trusted)
-		for name := range spec.Facts {
-			if reservedNames[name] {
-				errs = append(errs, ferr("$.facts."+name, "fact name %q is reserved", name))
-			}
-		}
-		for _, e := range errs {
-			problems = append(problems, positioned(file, doc, line, e))
-		}
-		if len(errs) == 0 {
-			r.File = file
-			r.line = line
-			out = append(out, r)
-		}
-	}
-	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
-	return out, problems
+	base, problems := readLayer(rules.FS, ".", "rules", true)
+	docs, ps := parseRuleDocs(file, data)
+	problems = append(problems, ps...)
+	p, ps := build([]*layer{base, {display: file, rules: docs}}, 1)
+	problems = append(problems, ps...)
+	sortProblems(problems)
+	return p.Rules, problems
 }
 
 func yamlProblem(file string, err error) Problem {
@@ -201,43 +163,33 @@ func parentPath(p string) string {
 }
 
 // Load returns the rules a command runs: the built-in pack (unless only)
-// with the rules of dirs added, a rule of the same id replacing the built-in.
+// with the pack of each dir on top (a rule, catalog entry or cause of the
+// same id replaces the built-in one).
 func Load(dirs []string, only bool) ([]*Rule, error) {
-	var rules []*Rule
-	if !only {
-		b, err := LoadBuiltin()
-		if err != nil {
-			return nil, fmt.Errorf("built-in rules: %w", err)
-		}
-		rules = b
-	} else if len(dirs) == 0 {
-		return nil, errors.New("--rules-only needs at least one --rules DIR")
+	p, err := LoadPack(dirs, only)
+	if err != nil {
+		return nil, err
 	}
-	for _, d := range dirs {
-		extra, err := LoadDir(d)
-		if err != nil {
-			return nil, err
-		}
-		rules = Merge(rules, extra)
-	}
-	return rules, nil
+	return p.Rules, nil
 }
 
-// Merge returns base with extra added; a rule in extra with the id of a base
-// rule replaces it.
-func Merge(base, extra []*Rule) []*Rule {
-	byID := map[string]int{}
-	out := append([]*Rule(nil), base...)
-	for i, r := range out {
-		byID[r.ID] = i
+// LoadPack is Load, returning the whole pack. With only, the built-in rules
+// are left out; the built-in catalog and causes stay, for the rules of dirs
+// to read.
+func LoadPack(dirs []string, only bool) (*Pack, error) {
+	if only && len(dirs) == 0 {
+		return nil, errNoDirs
 	}
-	for _, r := range extra {
-		if i, ok := byID[r.ID]; ok {
-			out[i] = r
-			continue
+	srcs := []layerSource{builtinLayer()}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			return nil, fmt.Errorf("load rules: %w", err)
 		}
-		byID[r.ID] = len(out)
-		out = append(out, r)
+		srcs = append(srcs, layerSource{fsys: os.DirFS(d), dir: ".", display: d})
 	}
-	return out
+	from := 0
+	if only {
+		from = 1
+	}
+	return loadLayers(srcs, from)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
 	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 )
@@ -25,7 +26,7 @@ func (r *regexMemo) reset() {
 }
 
 func (r *regexMemo) find(m *matcher, text string) [][]string {
-	src := m.spec.Regex
+	src := m.match.Regex
 	for i, s := range r.srcs {
 		if s == src {
 			return r.results[i]
@@ -212,25 +213,10 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string, hits [
 // of the first match (to point the evidence at the right line of a
 // multi-line record).
 func (m *matcher) extract(ev *parsers.Event, text string, memo *regexMemo) ([]string, string) {
-	if m.sources != nil && !m.sources[ev.Source] {
-		return nil, ""
+	field, all := m.find(ev, text, memo)
+	if field != "" {
+		return []string{field}, ""
 	}
-	if m.levels != nil && !m.levels[ev.Level] {
-		return nil, ""
-	}
-	if m.spec.Field != "" {
-		v := eventField(ev, m.spec.Field)
-		if v == "" {
-			return nil, ""
-		}
-		return []string{v}, ""
-	}
-	for _, lit := range m.also {
-		if !strings.Contains(text, lit) {
-			return nil, ""
-		}
-	}
-	all := memo.find(m, text)
 	if len(all) == 0 {
 		return nil, ""
 	}
@@ -239,30 +225,112 @@ func (m *matcher) extract(ev *parsers.Event, text string, memo *regexMemo) ([]st
 	for _, sm := range all {
 		v := sm[m.valueIdx]
 		if m.valueExpr != nil {
-			env := map[string]any{}
-			for i, g := range m.groups {
-				if g != "" {
-					env[g] = sm[i]
-				}
-			}
-			out, err := expr.Run(m.valueExpr, env)
-			if err != nil {
+			var ok bool
+			if v, ok = runValue(m.valueExpr, m.groups, sm); !ok {
 				continue
-			}
-			v = fmt.Sprint(out)
-			if f, ok := out.(float64); ok {
-				v = fmtNumber(f)
 			}
 		}
 		vals = append(vals, v)
 	}
-	switch m.spec.Combine {
-	case "sum":
-		return []string{fmtNumber(reduce(vals, 0, func(a, b float64) float64 { return a + b }))}, hit
-	case "count":
-		return []string{strconv.Itoa(len(vals))}, hit
+	return combine(m.match.Combine, vals), hit
+}
+
+// find runs the matcher on an event: the field's value, or every match of
+// the regex (nil when the filters exclude the event).
+func (m *matcher) find(ev *parsers.Event, text string, memo *regexMemo) (string, [][]string) {
+	if m.sources != nil && !m.sources[ev.Source] {
+		return "", nil
 	}
-	return vals, hit
+	if m.levels != nil && !m.levels[ev.Level] {
+		return "", nil
+	}
+	if m.match.Field != "" {
+		return eventField(ev, m.match.Field), nil
+	}
+	for _, lit := range m.also {
+		if !strings.Contains(text, lit) {
+			return "", nil
+		}
+	}
+	if memo == nil {
+		return "", m.findAll(text)
+	}
+	return "", memo.find(m, text)
+}
+
+// runValue computes a value expression over a match's named groups; false
+// when it fails.
+func runValue(p *vm.Program, groups []string, sm []string) (string, bool) {
+	env := make(map[string]any, len(groups))
+	for i, g := range groups {
+		if g != "" {
+			env[g] = sm[i]
+		}
+	}
+	out, err := expr.Run(p, env)
+	if err != nil {
+		return "", false
+	}
+	if f, ok := out.(float64); ok {
+		return fmtNumber(f), true
+	}
+	return fmt.Sprint(out), true
+}
+
+// combine applies a matcher's combine to the values of one event.
+func combine(how string, vals []string) []string {
+	switch how {
+	case "sum":
+		return []string{fmtNumber(reduce(vals, 0, func(a, b float64) float64 { return a + b }))}
+	case "count":
+		return []string{strconv.Itoa(len(vals))}
+	}
+	return vals
+}
+
+// extract returns the values an entry finds in an event, one list per fact
+// (e.outs), and the text of the first match. A number fact's values are
+// spelt one way ("2.0" and "2" are the same value).
+func (e *Entry) extract(ev *parsers.Event, text string) ([][]string, string) {
+	field, all := e.m.find(ev, text, nil)
+	if field == "" && len(all) == 0 {
+		return nil, ""
+	}
+	if field != "" {
+		all = [][]string{{field}}
+	}
+	hit := ""
+	if field == "" {
+		hit = all[0][0]
+	}
+	out := make([][]string, len(e.outs))
+	for i, o := range e.outs {
+		vals := make([]string, 0, len(all))
+		for _, sm := range all {
+			v := ""
+			if o.expr != nil {
+				var ok bool
+				if v, ok = runValue(o.expr, e.m.groups, sm); !ok {
+					continue
+				}
+			} else {
+				v = sm[o.group]
+			}
+			if v = strings.TrimSpace(v); v != "" {
+				vals = append(vals, v)
+			}
+		}
+		vals = combine(e.m.match.Combine, vals)
+		if o.number {
+			for j, v := range vals {
+				if n, ok := parseNumber(v); ok {
+					vals[j] = fmtNumber(n)
+				}
+			}
+		}
+		out[i] = vals
+	}
+	return out, hit
 }
 
 func eventField(ev *parsers.Event, name string) string {

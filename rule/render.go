@@ -97,3 +97,16 @@ func fmtNumber(f float64) string {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// NormalValue is how the engine spells a value of a fact: a number fact's
+// values one way per number ("4.0" and "4" are one value), a string fact's
+// as they are.
+func NormalValue(number bool, v string) string {
+	v = strings.TrimSpace(v)
+	if number {
+		if n, ok := parseNumber(v); ok {
+			return fmtNumber(n)
+		}
+	}
+	return v
+}

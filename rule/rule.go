@@ -85,6 +85,7 @@ type Rule struct {
 	Spec
 	File string // where it was loaded from (for messages)
 	line int
+	pack *Pack // the pack it was compiled against
 
 	facts       map[string]*fact
 	factNames   []string
@@ -105,7 +106,8 @@ type fact struct {
 }
 
 type matcher struct {
-	spec      MatchSpec
+	match     Match     // the matcher as written
+	spec      MatchSpec // v1 rules: the fact's matcher
 	fact      string
 	re        *regexp.Regexp
 	literals  []string       // every match contains one of these: a cheap pre-check
@@ -128,24 +130,6 @@ type ruledOut struct {
 	reason *template.Template
 }
 
-// Causes is the catalog of causes (DESIGN.md). A rule must name one.
-var Causes = []string{
-	"ray-node-ip-mismatch", "ray-insufficient-gpus", "ray-version-mismatch", "ray-gcs-unreachable",
-	"gpu-not-visible", "nccl-socket-interface", "nccl-ib-unavailable", "nccl-shm-exhausted",
-	"collective-timeout", "dist-init-unreachable", "cuda-oom", "kv-cache-insufficient",
-	"model-arch-unsupported", "ray-oom-killer", "ray-driver-not-in-cluster", "port-in-use",
-	"python-import-error",
-}
-
-func knownCause(c string) bool {
-	for _, k := range Causes {
-		if k == c {
-			return true
-		}
-	}
-	return false
-}
-
 // fieldError is a problem at a path inside a rule document; the loader turns
 // the path into a line and column.
 type fieldError struct {
@@ -162,7 +146,8 @@ func ferr(path, format string, args ...any) error {
 // compile checks a spec and builds its matchers, expressions and templates.
 // Every problem is returned, each naming the path of the offending key. A
 // trusted spec (the embedded pack) skips the regex cost lint, 14 ms a load.
-func compile(s Spec, trusted bool) (*Rule, []error) {
+func compile(s Spec, p *Pack, trusted bool) (*Rule, []error) {
+	knownCause := p.KnownCause
 	var errs []error
 	r := &Rule{Spec: s, facts: map[string]*fact{}}
 	if s.ID == "" {
@@ -171,7 +156,7 @@ func compile(s Spec, trusted bool) (*Rule, []error) {
 	if s.Cause == "" {
 		errs = append(errs, ferr("$", "missing cause"))
 	} else if !knownCause(s.Cause) {
-		errs = append(errs, ferr("$.cause", "unknown cause %q (the catalog: %s)", s.Cause, strings.Join(Causes, ", ")))
+		errs = append(errs, ferr("$.cause", "unknown cause %q (the catalog: %s)", s.Cause, strings.Join(p.CauseIDs(), ", ")))
 	}
 	switch {
 	case finding.Severity(s.Severity).Valid():
@@ -207,6 +192,9 @@ func compile(s Spec, trusted bool) (*Rule, []error) {
 		if !validName(name) {
 			errs = append(errs, ferr(path, "fact name %q must be a lower-case identifier (a-z, 0-9, _)", name))
 			continue
+		}
+		if reservedNames[name] {
+			errs = append(errs, ferr(path, "fact name %q is reserved", name))
 		}
 		f := &fact{name: name}
 		switch fs.Type {
@@ -298,7 +286,37 @@ func compile(s Spec, trusted bool) (*Rule, []error) {
 }
 
 func compileMatcher(factName string, ms MatchSpec, path string) (*matcher, error) {
-	m := &matcher{spec: ms, fact: factName}
+	m, err := compileMatch(Match{Regex: ms.Regex, Field: ms.Field, Sources: ms.Sources, Levels: ms.Levels, Combine: ms.Combine}, path)
+	if err != nil {
+		return nil, err
+	}
+	m.spec, m.fact = ms, factName
+	if m.re != nil {
+		m.valueIdx = m.re.SubexpIndex("value")
+		if m.valueIdx < 0 {
+			m.valueIdx = 0
+			if m.re.NumSubexp() > 0 {
+				m.valueIdx = 1
+			}
+		}
+	}
+	if ms.ValueExpr != "" {
+		if ms.Regex == "" {
+			return nil, ferr(path+".value_expr", "value_expr needs a regex with named groups")
+		}
+		p, err := m.compileExpr(ms.ValueExpr)
+		if err != nil {
+			return nil, ferr(path+".value_expr", "value_expr: %v", oneLine(err))
+		}
+		m.valueExpr = p
+	}
+	return m, nil
+}
+
+// compileMatch builds a matcher: its regex (or field), the literals that
+// let the Aho-Corasick pass skip it, and its filters.
+func compileMatch(ms Match, path string) (*matcher, error) {
+	m := &matcher{match: ms}
 	if (ms.Regex == "") == (ms.Field == "") {
 		return nil, ferr(path, "a matcher needs exactly one of 'regex' or 'field'")
 	}
@@ -326,13 +344,6 @@ func compileMatcher(factName string, ms MatchSpec, path string) (*matcher, error
 		}
 		m.re = re
 		m.groups = re.SubexpNames()
-		m.valueIdx = re.SubexpIndex("value")
-		if m.valueIdx < 0 {
-			m.valueIdx = 0
-			if re.NumSubexp() > 0 {
-				m.valueIdx = 1
-			}
-		}
 		if lits := requiredLiterals(ms.Regex); score(lits) >= minLiteral {
 			m.literals = lits
 		}
@@ -343,25 +354,6 @@ func compileMatcher(factName string, ms MatchSpec, path string) (*matcher, error
 			// and an anchored regex is tried at one position only.
 			m.lineRe, _ = regexp.Compile("^" + ms.Regex[len("(?m)^"):])
 		}
-	}
-	if ms.ValueExpr != "" {
-		if ms.Regex == "" {
-			return nil, ferr(path+".value_expr", "value_expr needs a regex with named groups")
-		}
-		env := map[string]any{}
-		for _, g := range m.groups {
-			if g != "" {
-				env[g] = ""
-			}
-		}
-		p, err := expr.Compile(ms.ValueExpr, append([]expr.Option{expr.Env(env),
-			expr.Function("num", numFunc, new(func(any) float64)),
-			expr.Function("sum_matches", m.sumMatches, new(func(string, string) float64)),
-			expr.Function("count_matches", m.countMatches, new(func(string, string) float64))}, exprFuncs...)...)
-		if err != nil {
-			return nil, ferr(path+".value_expr", "value_expr: %v", oneLine(err))
-		}
-		m.valueExpr = p
 	}
 	return m, nil
 }

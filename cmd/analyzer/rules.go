@@ -52,7 +52,7 @@ func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dirs := fs.Args()[1:]
 	switch fs.Arg(0) {
 	case "lint":
-		return lintRules(dirs, stdout, stderr)
+		return lintRules(ctx, dirs, stdout, stderr)
 	case "test":
 		return testRules(ctx, dirs, *withBuiltin, *verbose, stdout, stderr)
 	case "coverage":
@@ -61,39 +61,48 @@ func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return usageError("unknown rules subcommand %q (want lint, test or coverage)", fs.Arg(0))
 }
 
-func loadForLint(dir string) ([]*rule.Rule, error) {
+func loadForLint(dir string) (*rule.Pack, error) {
 	if dir == "" {
-		return rule.LoadBuiltin()
+		return rule.LoadBuiltinPack()
 	}
-	return rule.LoadDir(dir)
+	return rule.LoadDirPack(dir)
 }
 
-func lintRules(dirs []string, stdout, stderr io.Writer) error {
+// lintRules loads each directory's pack (the built-in one without DIR) and
+// prints every problem at file:line:col: rules, catalog entries (their
+// examples included) and causes.
+func lintRules(ctx context.Context, dirs []string, stdout, stderr io.Writer) error {
 	if len(dirs) == 0 {
 		dirs = []string{""}
 	}
 	bad := 0
-	total := 0
+	var rules, entries, causes int
 	for _, d := range dirs {
-		rs, err := loadForLint(d)
-		total += len(rs)
+		p, err := loadForLint(d)
 		var le *rule.LoadError
-		if errors.As(err, &le) {
-			for _, p := range le.Problems {
-				fmt.Fprintln(stderr, p.String())
+		switch {
+		case errors.As(err, &le):
+			for _, pr := range le.Problems {
+				fmt.Fprintln(stderr, pr.String())
 			}
 			bad += len(le.Problems)
-			continue
-		}
-		if err != nil {
+		case err != nil:
 			fmt.Fprintf(stderr, "%v\n", err)
 			bad++
 		}
+		if p == nil {
+			continue
+		}
+		for _, pr := range ruletest.CheckCatalog(ctx, p) {
+			fmt.Fprintln(stderr, pr.String())
+			bad++
+		}
+		rules, entries, causes = rules+len(p.Rules), entries+len(p.Entries), causes+len(p.Causes)
 	}
 	if bad > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d problem(s)", bad)}
 	}
-	fmt.Fprintf(stdout, "%d rules OK\n", total)
+	fmt.Fprintf(stdout, "%d rules OK (catalog of %d entries, %d causes)\n", rules, entries, causes)
 	return nil
 }
 
@@ -110,16 +119,11 @@ func testRules(ctx context.Context, dirs []string, withBuiltin, verbose bool, st
 		}
 	}
 	for _, d := range dirs {
-		rs, err := rule.LoadDir(d)
+		// DIR's rules on top of the built-in catalog and causes; with
+		// --with-builtin, on top of the built-in rules too.
+		rs, err := rule.Load([]string{d}, !withBuiltin)
 		if err != nil {
 			return usageError("%v", err)
-		}
-		if withBuiltin {
-			b, err := rule.LoadBuiltin()
-			if err != nil {
-				return usageError("%v", err)
-			}
-			rs = rule.Merge(b, rs)
 		}
 		if _, err := os.Stat(d); err != nil {
 			return usageError("%v", err)

@@ -51,6 +51,24 @@ func TestRulesLintBrokenFiles(t *testing.T) {
 	}
 }
 
+// A catalog's problems, its entries' examples included, are lint errors at
+// file:line:col.
+func TestRulesLintCatalog(t *testing.T) {
+	_, errs, code := analyzer(t, "rules", "lint", "../../rule/testdata/badcatalog")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, want := range []string{
+		"../../rule/testdata/badcatalog/catalog/demo.yaml:41:7: unknown field \"colour\"",
+		"../../rule/testdata/badcatalog/catalog/demo.yaml:32:14: regex:",
+		"../../rule/testdata/badcatalog/catalog/demo.yaml:63:14: entry demo.net.refused: word: yields [\"peer2\"], the example gives [\"peer1\"]",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("lint output lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
 // A failing fixture gives exit 1 and shows expected against got.
 func TestRulesTestReportsDiff(t *testing.T) {
 	dir := t.TempDir()

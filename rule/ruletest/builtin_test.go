@@ -44,7 +44,11 @@ func TestBuiltinPackLints(t *testing.T) {
 			t.Errorf("rule %s has no description", r.ID)
 		}
 	}
-	for _, c := range rule.Causes {
+	p, err := rule.LoadBuiltinPack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.CauseIDs() {
 		if !covered[c] {
 			t.Errorf("cause %s of the catalog has no built-in rule", c)
 		}
