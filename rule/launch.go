@@ -1,47 +1,20 @@
 package rule
 
 import (
-	"regexp"
-
 	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 )
 
 // Launch markers. A new `vllm serve` (its version banner) or a restarted Ray
-// head begins a launch; the API server coming up marks the launch healthy.
+// head begins a launch; the API server coming up marks the launch healthy;
+// a failure signal marks it failed. The signals are data of the pack
+// (rules/launch.yaml, compiled in launchdata.go) and are found by the same
+// Aho-Corasick pass as the matchers' literals.
 const (
 	markRayHead = iota
 	markVLLM
 	markHealthy
-	markUvicorn
 	markFailed
-)
-
-// markerLiterals are found by the same Aho-Corasick pass as the matchers'
-// literals (indexed by the mark constants; every failure literal stands for
-// markFailed).
-var markerLiterals = [...]string{rayHeadStart, "server version", "startup complete", "Uvicorn running"}
-
-// failureLiterals prove that a launch failed, whatever the cause: an
-// exception that reached the top, an NCCL result code (ncclGetErrorString
-// and torch's C10D_NCCL_CHECK texts, all NCCL versions), a process or actor
-// that died. Signals that are benign on a healthy launch ("NET/IB : No
-// device found", the Gloo loopback fallback) matter only with one of these.
-var failureLiterals = []string{
-	"Traceback (most recent call last)",
-	"NCCL error", "unhandled system error", "unhandled cuda error", "invalid usage (run with NCCL_DEBUG",
-	"internal error - please report", "remote process exited or there was a network error",
-	"ncclSystemError", "ncclInternalError", "ncclInvalidUsage", "ncclRemoteError", "ncclUnhandledCudaError",
-	"DistBackendError", "DistNetworkError", "DistStoreError",
-	"Engine core initialization failed", "RayActorError", "ActorDiedError", "WorkerCrashedError",
-	"core dumped", "Fatal Python error", "SIGABRT",
-	"Watchdog caught collective operation timeout",
-}
-
-var (
-	reVLLMBanner = regexp.MustCompile(`vLLM API server version (\S+)|vLLM server version (\S+)`)
-	rayHeadStart = "To add another node to this Ray cluster"
-	reHealthy    = regexp.MustCompile(`Application startup complete|Uvicorn running on`)
 )
 
 // firstOpener is the opener of the launch that ev opens in a cluster without
@@ -73,12 +46,12 @@ func (e *Engine) newLaunch(cs *clusterState, opener string, ev *parsers.Event, p
 func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event, pos uint64, msg string, marks uint8) []finding.Finding {
 	ls := cs.launches[len(cs.launches)-1]
 	switch {
-	case marks&(1<<markRayHead) != 0:
+	case marks&(1<<markRayHead) != 0 && e.idx.launch.confirmed(markRayHead, msg):
 		if ls.marked {
 			ls = e.newLaunch(cs, openerID(ev), ev, pos)
 		}
 		ls.marked = true
-	case marks&(1<<markVLLM) != 0 && reVLLMBanner.MatchString(msg):
+	case marks&(1<<markVLLM) != 0 && e.idx.launch.confirmed(markVLLM, msg):
 		if ls.vllmSeen {
 			ls = e.newLaunch(cs, openerID(ev), ev, pos)
 		}
@@ -89,7 +62,7 @@ func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event
 		}
 		ls.failed = true
 		return e.reevaluateOutcome(cluster, ls, ev)
-	case marks&(1<<markHealthy|1<<markUvicorn) != 0 && reHealthy.MatchString(msg):
+	case marks&(1<<markHealthy) != 0 && e.idx.launch.confirmed(markHealthy, msg):
 		if ls.healthy {
 			return nil
 		}

@@ -20,7 +20,7 @@ func IsTestFile(name string) bool {
 }
 
 func isRuleFile(name string) bool {
-	return isYAML(name) && name != causesFile
+	return isYAML(name) && name != causesFile && name != launchFile
 }
 
 // Problem is one thing wrong with a rule file, with its position.

@@ -91,6 +91,7 @@ type matchIndex struct {
 	byLit  [][]*matcherRef
 	always []*matcherRef
 	order  map[*Rule]int // position in the rule list: evaluation order
+	launch *launchSet    // the launch signals of the rules' pack
 	dirty  []uint64      // per rule: event generation in which it last learnt a fact
 }
 
@@ -100,6 +101,17 @@ type matcherRef struct {
 	f    *fact
 	m    *matcher
 	seen uint64 // event generation that last ran it (a literal can occur twice)
+}
+
+// launchOf returns the launch signals of the pack the rules were loaded
+// with (none for no rules).
+func launchOf(rules []*Rule) *launchSet {
+	for _, r := range rules {
+		if r.pack != nil && r.pack.launch != nil {
+			return r.pack.launch
+		}
+	}
+	return &launchSet{}
 }
 
 func buildIndex(rules []*Rule) *matchIndex {
@@ -135,14 +147,11 @@ func buildIndex(rules []*Rule) *matchIndex {
 			}
 		}
 	}
-	// Literals are distinct patterns, so a marker that is also some rule's
-	// literal shares that literal's pattern.
-	for bit, lit := range markerLiterals {
-		j := intern(lit)
-		idx.markOf[j] |= 1 << bit
-	}
-	for _, lit := range failureLiterals {
-		idx.markOf[intern(lit)] |= 1 << markFailed
+	// Literals are distinct patterns, so a launch signal that is also some
+	// matcher's literal shares that literal's pattern.
+	idx.launch = launchOf(rules)
+	for i, lit := range idx.launch.literals {
+		idx.markOf[intern(lit)] |= idx.launch.marks[i]
 	}
 	idx.ac = newLiteralScanner(lits)
 	return idx

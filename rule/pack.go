@@ -33,6 +33,7 @@ type Pack struct {
 	Causes  []Cause
 
 	factAt map[string]string // fact -> where it is declared, for messages
+	launch *launchSet
 }
 
 // Cause is a cause of the catalog: what it means and its default fix (the
@@ -88,6 +89,7 @@ type layer struct {
 	rules   []ruleDoc
 	catalog []catalogDoc
 	causes  []causeDoc
+	launch  []launchDoc
 }
 
 type ruleDoc struct {
@@ -150,6 +152,16 @@ func readLayer(fsys fs.FS, dir, display string, trusted bool) (*layer, []Problem
 				problems = append(problems, ps...)
 			}
 		case e.IsDir():
+		case e.Name() == launchFile:
+			data, name, ok := read(e.Name())
+			if !ok {
+				continue
+			}
+			docs, specs, ps := parseDocs[LaunchSpec](name, data)
+			for i := range docs {
+				l.launch = append(l.launch, launchDoc{file: name, doc: docs[i], spec: specs[i]})
+			}
+			problems = append(problems, ps...)
 		case e.Name() == causesFile:
 			data, name, ok := read(e.Name())
 			if !ok {
@@ -306,6 +318,15 @@ func build(layers []*layer, rulesFrom int) (*Pack, []Problem) {
 			}
 		}
 	}
+
+	// Launch signals: every layer's add to the ones before.
+	var launch []launchDoc
+	for _, l := range layers {
+		launch = append(launch, l.launch...)
+	}
+	ls, ps := compileLaunch(launch)
+	p.launch = ls
+	problems = append(problems, ps...)
 
 	// Facts: declared once. A later layer may repeat a declaration as it
 	// is (a copy of the built-in pack given as --rules), not change it.

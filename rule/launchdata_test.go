@@ -1,0 +1,62 @@
+package rule
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// Launch signals are data: a --rules DIR's launch.yaml adds a readiness
+// line (here SGLang's), and with it a later launch that comes up resolves
+// the earlier launch's finding; without it, nothing is resolved.
+func TestLaunchSignalsFromData(t *testing.T) {
+	sglang := fstest.MapFS{
+		"launch.yaml": {Data: []byte("ready:\n  - literal: 'The server is fired up and ready to roll'\n")},
+		"r.yaml":      {Data: []byte(strings.SplitN(testRules, "---", 2)[0])},
+	}
+	for _, tt := range []struct {
+		name     string
+		fsys     fstest.MapFS
+		resolved bool
+	}{
+		{"built-in signals only", fstest.MapFS{"r.yaml": sglang["r.yaml"]}, false},
+		{"with the DIR's ready line", sglang, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := LoadFSPack(tt.fsys, ".", "dir")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := NewEngine(p.Rules)
+			e.Observe(ev("a", 0, "vLLM API server version 0.17.1"))
+			e.Observe(ev("a", 1, "Error while creating shared memory segment /dev/shm/nccl-1"))
+			e.Observe(ev("a", 10, "vLLM API server version 0.17.1"))
+			got := e.Observe(ev("a", 20, "The server is fired up and ready to roll!"))
+			if resolved := len(got) == 1 && got[0].Status == "resolved"; resolved != tt.resolved {
+				t.Fatalf("resolved = %v, want %v (%+v)", resolved, tt.resolved, got)
+			}
+		})
+	}
+}
+
+// A broken launch.yaml is reported at its line and column.
+func TestLaunchSignalsLint(t *testing.T) {
+	_, err := LoadFSPack(fstest.MapFS{"launch.yaml": {Data: []byte(`opens:
+  vllm:
+    - literal: 'vLLM says hello'
+      regex: 'hello ('
+failed:
+  - 'ab'
+ready:
+  - regex: 'x'
+`)}}, ".", "dir")
+	for _, want := range []string{
+		"dir/launch.yaml:4:14: regex: error parsing regexp",
+		`dir/launch.yaml:6:5: literal "ab" is too short`,
+		"dir/launch.yaml:8:10: a signal needs a literal",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in %v", want, err)
+		}
+	}
+}
