@@ -7,11 +7,12 @@ import (
 )
 
 // Launch signals are data: a --rules DIR's launch.yaml adds a readiness
-// line (here SGLang's), and with it a later launch that comes up resolves
-// the earlier launch's finding; without it, nothing is resolved.
+// line (here an in-house server's; SGLang's is built in), and with it a later
+// launch that comes up resolves the earlier launch's finding; without it,
+// nothing is resolved.
 func TestLaunchSignalsFromData(t *testing.T) {
-	sglang := fstest.MapFS{
-		"launch.yaml": {Data: []byte("ready:\n  - literal: 'The server is fired up and ready to roll'\n")},
+	custom := fstest.MapFS{
+		"launch.yaml": {Data: []byte("ready:\n  - literal: 'inference gateway accepting requests'\n")},
 		"r.yaml":      {Data: []byte(strings.SplitN(testRules, "---", 2)[0])},
 	}
 	for _, tt := range []struct {
@@ -19,8 +20,8 @@ func TestLaunchSignalsFromData(t *testing.T) {
 		fsys     fstest.MapFS
 		resolved bool
 	}{
-		{"built-in signals only", fstest.MapFS{"r.yaml": sglang["r.yaml"]}, false},
-		{"with the DIR's ready line", sglang, true},
+		{"built-in signals only", fstest.MapFS{"r.yaml": custom["r.yaml"]}, false},
+		{"with the DIR's ready line", custom, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := LoadFSPack(tt.fsys, ".", "dir")
@@ -31,7 +32,7 @@ func TestLaunchSignalsFromData(t *testing.T) {
 			e.Observe(ev("a", 0, "vLLM API server version 0.17.1"))
 			e.Observe(ev("a", 1, "Error while creating shared memory segment /dev/shm/nccl-1"))
 			e.Observe(ev("a", 10, "vLLM API server version 0.17.1"))
-			got := e.Observe(ev("a", 20, "The server is fired up and ready to roll!"))
+			got := e.Observe(ev("a", 20, "inference gateway accepting requests on :8000"))
 			if resolved := len(got) == 1 && got[0].Status == "resolved"; resolved != tt.resolved {
 				t.Fatalf("resolved = %v, want %v (%+v)", resolved, tt.resolved, got)
 			}
