@@ -2,6 +2,7 @@ package rule
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/faultline/faultline/finding"
 )
@@ -86,10 +87,6 @@ func (e *Engine) Restore(cp Checkpoint, earlier []finding.Finding) {
 	for name, m := range cp {
 		e.clusters[name] = &clusterState{seq: m.Num - 1, restored: m}
 	}
-	byID := make(map[string]*Rule, len(e.rules))
-	for _, r := range e.rules {
-		byID[r.ID] = r
-	}
 	for _, f := range earlier {
 		m, ok := cp[f.Cluster]
 		if !ok || f.Launch >= m.Num {
@@ -99,11 +96,17 @@ func (e *Engine) Restore(cp Checkpoint, earlier []finding.Finding) {
 		c.Nodes = append([]string(nil), f.Nodes...)
 		c.Evidence = append([]finding.Evidence(nil), f.Evidence...)
 		c.RuledOut = append([]finding.RuledOut(nil), f.RuledOut...)
-		e.findings[f.ID] = &c
-		r := byID[f.Rule]
-		if r == nil {
-			r = &Rule{Spec: Spec{ID: f.Rule}} // a rule removed since: explains nothing
+		cs := e.clusters[f.Cluster]
+		if c.Status == finding.Active {
+			cs.unresolved = append(cs.unresolved, &c)
 		}
-		e.ruleOf[f.ID] = r
+		if !e.forget {
+			cs.retired = append(cs.retired, &c)
+		}
+	}
+	for _, cs := range e.clusters {
+		if n := len(cs.unresolved); n > maxUnresolved {
+			cs.unresolved = slices.Delete(cs.unresolved, 0, n-maxUnresolved)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package rule
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -10,9 +11,10 @@ import (
 
 // Limits that keep a long-running engine's memory bounded.
 const (
-	maxLaunchesKept   = 4  // per cluster; older launches' facts are forgotten (their findings stay)
-	maxValuesPerFact  = 64 // distinct values remembered per fact
-	maxEvidencePerVal = 3  // evidence records kept per fact value
+	maxLaunchesKept   = 4   // per cluster; older launches are forgotten, their findings with them (see ForgetFindings)
+	maxUnresolved     = 256 // per cluster: active findings of forgotten launches a healthy launch still resolves
+	maxValuesPerFact  = 64  // distinct values remembered per fact
+	maxEvidencePerVal = 3   // evidence records kept per fact value
 	maxEvidenceText   = 2000
 )
 
@@ -28,9 +30,11 @@ type Engine struct {
 	gen      uint64
 	memo     regexMemo
 	clusters map[string]*clusterState
-	findings map[string]*finding.Finding
-	ruleOf   map[string]*Rule // finding id -> rule that raised it
-	errors   map[string]*ErrorStat
+	// forget: the findings of a forgotten launch leave the engine (serve,
+	// whose findings store keeps them); else they are kept for Findings
+	// (diagnose), never looked at again by an evaluation.
+	forget bool
+	errors map[string]*ErrorStat
 
 	times      map[string]*RuleTime // per rule id (ruletime.go)
 	slowBudget time.Duration
@@ -45,10 +49,19 @@ type ErrorStat struct {
 	Last  string // the last error's text
 }
 
+// clusterState is one cluster's launches. Findings live in the launch they
+// were raised in, so an evaluation looks at its own launch's findings only,
+// however many were raised before.
 type clusterState struct {
 	launches []*launchState // oldest first, at most maxLaunchesKept
 	seq      int
 	restored LaunchMark // set by Restore: the checkpoint until a launch opens
+	// unresolved are the active findings of forgotten launches (or known
+	// from before a Restore) that a later launch coming up healthy
+	// resolves; retired, unless the engine forgets them, every finding of
+	// the forgotten launches, for Findings.
+	unresolved []*finding.Finding
+	retired    []*finding.Finding
 }
 
 type launchState struct {
@@ -61,6 +74,13 @@ type launchState struct {
 	failed   bool // a failure signal was seen (see failureLiterals)
 	start    time.Time
 	facts    map[string]*factState // rule id + "/" + fact name
+	findings map[string]*finding.Finding
+	ruleOf   map[string]*Rule // finding id -> the rule that raised it
+}
+
+func (ls *launchState) add(f *finding.Finding, r *Rule) {
+	ls.findings[f.ID] = f
+	ls.ruleOf[f.ID] = r
 }
 
 type factState struct {
@@ -84,11 +104,20 @@ func NewEngine(rules []*Rule) *Engine {
 		rules:    rules,
 		idx:      buildIndex(rules),
 		clusters: map[string]*clusterState{},
-		findings: map[string]*finding.Finding{},
-		ruleOf:   map[string]*Rule{},
 		errors:   map[string]*ErrorStat{},
 		times:    map[string]*RuleTime{},
 	}
+}
+
+// ForgetFindings makes the findings of a launch leave the engine when the
+// launch does (the oldest of more than maxLaunchesKept of a cluster): for a
+// long-running engine whose findings are stored elsewhere (serve), memory
+// and Findings stay bounded by the launches kept. Call it before the first
+// Observe.
+func (e *Engine) ForgetFindings() {
+	e.mu.Lock()
+	e.forget = true
+	e.mu.Unlock()
 }
 
 // SetRules swaps the rule set (hot reload). Facts already gathered for rules
@@ -201,18 +230,23 @@ func (e *Engine) snapshot(f *finding.Finding) finding.Finding {
 
 // explainer returns the id of a finding of the same launch whose rule
 // declares that it explains f's cause (the root cause f is a consequence of).
+// A finding of a launch forgotten keeps the one it had then.
 func (e *Engine) explainer(f *finding.Finding) string {
+	ls := e.launchOf(f)
+	if ls == nil {
+		return f.ExplainedBy
+	}
 	best := ""
 	var bestF *finding.Finding
-	for id, g := range e.findings {
-		if id == f.ID || g.Cluster != f.Cluster || g.Launch != f.Launch || g.Cause == f.Cause {
+	for id, g := range ls.findings {
+		if id == f.ID || g.Cause == f.Cause {
 			continue
 		}
-		if !contains(e.ruleOf[id].Explains, f.Cause) {
+		if !contains(ls.ruleOf[id].Explains, f.Cause) {
 			continue
 		}
 		// Two rules explaining each other: neither is the other's consequence.
-		if contains(e.ruleOf[f.ID].Explains, g.Cause) {
+		if contains(ls.ruleOf[f.ID].Explains, g.Cause) {
 			continue
 		}
 		if bestF == nil || g.Severity.Rank() > bestF.Severity.Rank() ||
@@ -223,17 +257,65 @@ func (e *Engine) explainer(f *finding.Finding) string {
 	return best
 }
 
+// launchOf is the kept launch that holds f (nil once forgotten).
+func (e *Engine) launchOf(f *finding.Finding) *launchState {
+	cs := e.clusters[f.Cluster]
+	if cs == nil {
+		return nil
+	}
+	for _, ls := range cs.launches {
+		if ls.num == f.Launch && ls.findings[f.ID] == f {
+			return ls
+		}
+	}
+	return nil
+}
+
+// retire takes the findings of a launch being forgotten out of the
+// evaluation: their root cause is settled as it is now; the active ones
+// wait for a healthy launch to resolve them, and unless the engine forgets
+// findings all are kept for Findings.
+func (e *Engine) retire(cs *clusterState, ls *launchState) {
+	ids := make([]string, 0, len(ls.findings))
+	for id := range ls.findings {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // a stable order for Findings
+	for _, id := range ids {
+		f := ls.findings[id]
+		f.ExplainedBy = e.explainer(f)
+		if f.Status == finding.Active {
+			cs.unresolved = append(cs.unresolved, f)
+		}
+		if !e.forget {
+			cs.retired = append(cs.retired, f)
+		}
+	}
+	if n := len(cs.unresolved); n > maxUnresolved {
+		cs.unresolved = slices.Delete(cs.unresolved, 0, n-maxUnresolved)
+	}
+}
+
 // Findings returns every finding, ordered for a reader: active before
 // resolved; root causes by severity, each followed by its consequences.
 func (e *Engine) Findings() []finding.Finding {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	all := make([]finding.Finding, 0, len(e.findings))
-	for _, f := range e.findings {
-		if f.Status == finding.Retracted {
-			continue
+	var all []finding.Finding
+	add := func(f *finding.Finding) {
+		if f.Status != finding.Retracted {
+			all = append(all, e.snapshot(f))
 		}
-		all = append(all, e.snapshot(f))
+	}
+	for _, cs := range e.clusters {
+		for _, f := range cs.retired {
+			add(f)
+		}
+		for _, ls := range cs.launches {
+			for _, f := range ls.findings {
+				add(f)
+			}
+		}
 	}
 	return finding.Order(all)
 }

@@ -57,8 +57,8 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 	if b, _ := ok.(bool); !b {
 		// A finding whose condition no longer holds (a later fact
 		// contradicted it) is retracted, not left standing.
-		for _, f := range e.findings {
-			if f.Rule == r.ID && f.Cluster == cluster && f.Launch == ls.num && f.Status == finding.Active {
+		for _, f := range ls.findings {
+			if f.Rule == r.ID && f.Status == finding.Active {
 				f.Status = finding.Retracted
 				f.Updates++
 				snap := e.snapshot(f)
@@ -76,12 +76,11 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 		}
 	}
 	id := findingID(r.ID, cluster, ls.opener, keyVals)
-	f := e.findings[id]
+	f := ls.findings[id]
 	if f == nil {
 		f = &finding.Finding{ID: id, Rule: r.ID, Cause: r.Cause, Severity: finding.Severity(r.Severity), Cluster: cluster,
 			Launch: ls.num, LaunchID: launchID(cluster, ls.opener), Status: finding.Active, FirstSeen: ev.Time}
-		e.findings[id] = f
-		e.ruleOf[id] = r
+		ls.add(f, r)
 	}
 	f.LastSeen = ev.Time
 	if f.Status == finding.Retracted {

@@ -1,6 +1,9 @@
 package rule
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 )
@@ -33,10 +36,14 @@ func (cs *clusterState) firstOpener(ev *parsers.Event) string {
 
 func (e *Engine) newLaunch(cs *clusterState, opener string, ev *parsers.Event, pos uint64) *launchState {
 	cs.seq++
-	ls := &launchState{num: cs.seq, opener: opener, pos: pos, start: ev.Time, facts: map[string]*factState{}}
+	ls := &launchState{num: cs.seq, opener: opener, pos: pos, start: ev.Time, facts: map[string]*factState{},
+		findings: map[string]*finding.Finding{}, ruleOf: map[string]*Rule{}}
 	cs.launches = append(cs.launches, ls)
-	if len(cs.launches) > maxLaunchesKept {
-		cs.launches = cs.launches[len(cs.launches)-maxLaunchesKept:]
+	if n := len(cs.launches) - maxLaunchesKept; n > 0 {
+		for _, old := range cs.launches[:n] {
+			e.retire(cs, old)
+		}
+		cs.launches = slices.Delete(cs.launches, 0, n)
 	}
 	return ls
 }
@@ -68,11 +75,23 @@ func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event
 		}
 		ls.healthy = true
 		out := e.reevaluateOutcome(cluster, ls, ev)
-		for _, f := range e.findings {
-			if f.Cluster == cluster && f.Launch < ls.num && f.Status == finding.Active {
+		resolve := func(f *finding.Finding) {
+			if f.Status == finding.Active {
 				f.Status = finding.Resolved
 				f.Updates++
 				out = append(out, e.snapshot(f))
+			}
+		}
+		for _, f := range cs.unresolved {
+			resolve(f)
+		}
+		cs.unresolved = nil
+		for _, old := range cs.launches {
+			if old.num >= ls.num {
+				continue
+			}
+			for _, id := range sortedIDs(old.findings) {
+				resolve(old.findings[id])
 			}
 		}
 		return out
@@ -105,4 +124,10 @@ func (ls *launchState) outcome() string {
 		return "failed"
 	}
 	return "running"
+}
+
+// sortedIDs are a launch's finding IDs in order (findings resolved together
+// come out in the same order every time).
+func sortedIDs(m map[string]*finding.Finding) []string {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -238,6 +238,7 @@ func (s *server) openLane(ctx context.Context, st jetstream.Stream, l *cluster.L
 		return nil, occ, fmt.Errorf("partition %d: stream info: %w", p, err)
 	}
 	ln := &lane{part: p, lease: l, engine: rule.NewEngine(s.engine.Rules()), seen: newSeenSet(1 << 16)}
+	ln.engine.ForgetFindings() // the findings bucket keeps them
 	s.reportSlowRules(ln.engine)
 	first, last := max(info.State.FirstSeq, 1), info.State.LastSeq
 	node := s.node.Load()

@@ -106,6 +106,7 @@ func Run(ctx context.Context, cfg Config) error {
 		liveEvents: web.NewHub[*parsers.Event](1024), liveFindings: web.NewHub[finding.Finding](64),
 		stages: newStageMetrics(),
 	}
+	s.engine.ForgetFindings() // the store keeps them
 	s.single = &lane{part: -1, engine: s.engine, seen: s.seen}
 	s.reportSlowRules(s.engine)
 
