@@ -8,7 +8,7 @@
 //
 //	DIR/index/meta.json    shard count (fixed at creation: it routes IDs)
 //	DIR/index/shard-NN/    one Bleve (scorch) index per shard
-//	DIR/findings.json      the findings, upserted by ID
+//	DIR/findings/NNNNNN.log the findings, one JSON line per version stored (findings.go)
 package index
 
 import (
@@ -106,8 +106,11 @@ type Index struct {
 	boundsKnown bool
 	lo, hi      time.Time
 
-	findingsMu sync.Mutex
-	findings   []finding.Finding
+	findingsMu     sync.Mutex
+	findings       []finding.Finding // in the order first stored
+	findingAt      map[string]int    // finding ID -> its place in findings
+	sortedFindings []finding.Finding // findings sorted for Findings; nil once stale
+	flog           *findingsLog      // appended by PutFindings (nil: read-only or closed)
 
 	added   atomic.Uint64 // events accepted by Add
 	indexed atomic.Uint64 // events in completed batches
@@ -312,6 +315,7 @@ func (x *Index) Close() error {
 				errs = append(errs, fmt.Errorf("close shard %d: %w", s.n, err))
 			}
 		}
+		errs = append(errs, x.closeFindings())
 		x.closeErr = errors.Join(errs...)
 	})
 	return x.closeErr
