@@ -52,6 +52,10 @@ type Config struct {
 	// single-machine default.
 	Cluster ClusterConfig
 
+	// Receive is the log receivers on HTTP (OTLP, Loki push); on unless
+	// Receive.Off.
+	Receive ReceiveConfig
+
 	// Sinks receive every new or changed finding after serve's own (the
 	// webhook outbox, the store, the terminal, NATS, the UI's live stream),
 	// e.g. a JSON-lines file; the caller closes them after Run.

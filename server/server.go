@@ -26,6 +26,7 @@ import (
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/version"
 	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/receiver"
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/sink"
 	"github.com/faultline/faultline/transport"
@@ -73,6 +74,8 @@ type server struct {
 	// announcer passes new and changed findings on to the sinks (sinks.go).
 	announcer sink.Sink
 	stages    *stageMetrics // per-stage latency of live batches (stages.go)
+
+	receiver *receiver.Receiver // OTLP and Loki push (receive.go); nil when off
 
 	// Live feeds of the web UI (Server-Sent Events); Publish never blocks.
 	liveEvents   *web.Hub[*parsers.Event]
@@ -177,6 +180,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer s.idx.Close()
 	s.search.local, s.searchLocal.local = s.idx, s.idx
+	if err := s.startReceiver(); err != nil {
+		return err
+	}
 	s.hook = newWebhook(cfg.Webhook, cfg.WebhookBackoff, s.log)
 	s.announcer = s.newSinks()
 
@@ -507,11 +513,11 @@ func (s *server) handler() (*web.Handler, error) {
 	h, err := web.NewHandler(web.Config{
 		Index: &s.search, Local: &s.searchLocal, Findings: s.findings, LiveEvents: s.liveEvents, LiveFindings: s.liveFindings,
 		Token: s.cfg.HTTPToken, Logger: s.log, Registry: s.registry(),
-		Routes: []web.Route{
+		Routes: append([]web.Route{
 			{Pattern: "GET /api/rules", Handler: web.JSON(s.rules)},
 			{Pattern: "GET /version", Handler: web.JSON(version.Get)},
 			{Pattern: "GET /healthz", Open: true, Handler: http.HandlerFunc(s.healthz)},
-		},
+		}, s.receiverRoutes()...),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("http: %w", err)
@@ -576,6 +582,7 @@ func (s *server) registry() *prometheus.Registry {
 	reg := newRegistry(s.engines)
 	reg.MustRegister(s.collectors()...)
 	reg.MustRegister(s.stages.collectors()...)
+	reg.MustRegister(s.receiverCollectors()...)
 	return reg
 }
 

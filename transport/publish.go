@@ -70,7 +70,48 @@ type Publisher struct {
 	mu      sync.Mutex
 	failing error // current publish failure, logged once per change
 	dialErr error // last failed connection attempt, for notConnected
+	// borrowed: the connection is the caller's (NewPublisher); Close
+	// leaves it open.
+	borrowed bool
 }
+
+// NewPublisher publishes over nc, a connection the caller made, keeps and
+// closes (serve's receivers publish on serve's own connection, to the
+// stream serve made). Hooks for the connection's events are the caller's.
+func NewPublisher(nc *nats.Conn, po PublisherOptions) (*Publisher, error) {
+	if po.MaxInFlight <= 0 {
+		po.MaxInFlight = 16
+	}
+	if po.AckTimeout <= 0 {
+		po.AckTimeout = 5 * time.Second
+	}
+	if po.Log == nil {
+		po.Log = slog.New(slog.DiscardHandler)
+	}
+	if po.Compression == "" {
+		po.Compression = CompressS2.String()
+	}
+	comp, err := ParseCompression(po.Compression)
+	if err != nil {
+		return nil, err
+	}
+	framer, err := NewFramer(comp)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(po.MaxInFlight),
+		jetstream.WithPublishAsyncTimeout(po.AckTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	p := &Publisher{nc: nc, js: js, log: po.Log, hooks: po.Hooks, framer: framer,
+		slots: make(chan struct{}, po.MaxInFlight), borrowed: true}
+	p.life, p.stopAll = context.WithCancel(context.Background())
+	return p, nil
+}
+
+// Connected reports whether the connection is up now.
+func (p *Publisher) Connected() bool { return p.nc.IsConnected() }
 
 // Connect connects to NATS (retrying in the background if the server is not
 // up yet), waits until connected or ctx is done, and makes sure the stream
@@ -353,10 +394,13 @@ func (p *Publisher) Wait(ctx context.Context) error {
 	}
 }
 
-// Close gives up the deliveries still running and closes the connection.
+// Close gives up the deliveries still running and closes the connection
+// (not one given to NewPublisher).
 func (p *Publisher) Close() {
 	p.stopAll()
-	p.nc.Close()
+	if !p.borrowed {
+		p.nc.Close()
+	}
 }
 
 // Backoff is capped exponential backoff with jitter.

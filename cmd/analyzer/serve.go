@@ -19,6 +19,7 @@ import (
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/config"
 	"github.com/faultline/faultline/internal/secrets"
+	"github.com/faultline/faultline/receiver"
 	"github.com/faultline/faultline/server"
 )
 
@@ -34,6 +35,8 @@ type serveSettings struct {
 	demo                     bool
 	sinks                    sinkFlags // the sinks every mode takes; serve's webhook is its outbox (--webhook)
 	cluster                  *clusterFlags
+	receive                  bool
+	receiveMax               byteSize
 }
 
 // RegisterFlags defines every setting of serve as a flag of fs.
@@ -66,6 +69,10 @@ func (c *serveSettings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&cfg.Demo, "demo-logs", "", "`DIR` of node folders replayed by --demo (default: the seed story, embedded)")
 	fs.DurationVar(&cfg.DemoPace, "demo-pace", 4*time.Second, "how long --demo takes to write the logs")
 	fs.StringVar(&c.logLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
+	fs.BoolVar(&c.receive, "receive", true, "take logs over HTTP as collectors send them: OTLP/HTTP logs on /v1/logs, the Loki push API on /loki/api/v1/push (behind --http-token; docs/receivers.md)")
+	fs.StringVar(&cfg.Receive.Cluster, "receive-cluster", "default", "cluster `NAME` of received logs whose client names none")
+	c.receiveMax = receiver.DefaultMaxBodyBytes
+	fs.Var(&c.receiveMax, "receive-max-body", "refuse a receiver request whose body is larger, compressed or not (413)")
 	c.cluster = registerClusterFlags(fs, cfg)
 	config.Secret(fs, "token", "password", "http-token")
 }
@@ -134,6 +141,7 @@ func (c *serveSettings) check(fs *pflag.FlagSet) error {
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return usageError("--log-level: %v", err)
 	}
+	cfg.Receive.Off, cfg.Receive.MaxBodyBytes = !c.receive, int64(c.receiveMax)
 	if !c.demo {
 		cfg.Demo = ""
 	} else if cfg.Demo == "" {
