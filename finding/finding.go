@@ -72,6 +72,20 @@ type Evidence struct {
 	RecordID string    `json:"record_id"`
 }
 
+// NodeFact is one value of a fact the finding rests on, with the node it
+// belongs to: the table an engineer draws by hand (each node's requested
+// address, the address Ray registered, its GPUs). Node is set when a node
+// stated the value about itself (Ray's "Local node IP" on that node); a
+// value no node owns (a cluster total, a placement request) has only
+// SeenOn, the nodes whose logs mention it.
+type NodeFact struct {
+	Fact     string   `json:"fact"`
+	Value    string   `json:"value"`
+	Node     string   `json:"node,omitempty"`
+	SeenOn   []string `json:"seen_on,omitempty"`
+	RecordID string   `json:"record_id,omitempty"` // the first record that stated it
+}
+
 // RuledOut names a neighbouring cause that the evidence excludes, and why.
 type RuledOut struct {
 	Cause  string `json:"cause"`
@@ -95,13 +109,16 @@ type Finding struct {
 	LaunchID    string              `json:"launch_id,omitempty"` // the launch's identity: from the record that opened it, never a counter
 	Nodes       []string            `json:"nodes"`
 	Facts       map[string][]string `json:"facts"`
-	RuledOut    []RuledOut          `json:"ruled_out"`
-	Evidence    []Evidence          `json:"evidence"`
-	ExplainedBy string              `json:"explained_by,omitempty"` // id of the root-cause finding this one is a consequence of
-	Status      Status              `json:"status"`
-	FirstSeen   time.Time           `json:"first_seen,omitzero"`
-	LastSeen    time.Time           `json:"last_seen,omitzero"`
-	Updates     int                 `json:"updates"` // how many times new evidence changed it
+	// NodeFacts are the values of the facts the rule names as its
+	// evidence, in that order, each with its node (see NodeFact).
+	NodeFacts   []NodeFact `json:"node_facts,omitempty"`
+	RuledOut    []RuledOut `json:"ruled_out"`
+	Evidence    []Evidence `json:"evidence"`
+	ExplainedBy string     `json:"explained_by,omitempty"` // id of the root-cause finding this one is a consequence of
+	Status      Status     `json:"status"`
+	FirstSeen   time.Time  `json:"first_seen,omitzero"`
+	LastSeen    time.Time  `json:"last_seen,omitzero"`
+	Updates     int        `json:"updates"` // how many times new evidence changed it
 	// Revision counts the versions announced: 1 when first announced, +1
 	// per announced change (set by sink.Changes; 0 until announced).
 	Revision int `json:"revision,omitempty"`

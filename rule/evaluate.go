@@ -166,6 +166,7 @@ func (e *Engine) fill(f *finding.Finding, r *Rule, cluster string, ls *launchSta
 	f.Facts = facts
 	f.Nodes = nodes
 	f.Evidence = evidence
+	f.NodeFacts = nodeFacts(evFacts, func(n string) *factState { return ls.facts[r.ID+"/"+n] })
 	f.Title = render(r.title, data)
 	f.Summary = render(r.summary, data)
 	f.Remediation = render(r.remediation, data)

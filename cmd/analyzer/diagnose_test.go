@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,6 +74,27 @@ func TestDiagnoseSeedFailedLaunch(t *testing.T) {
 	}
 	if !contains(f.Facts["requested_node"], "192.168.200.12") || !contains(f.Facts["registered_ip"], "10.1.230.180") {
 		t.Errorf("facts = %v", f.Facts)
+	}
+	// The per-node table: who stated which value. Each node registered its
+	// own address and was started with its own --node-ip-address; the
+	// placement request and the cluster's GPU total belong to no node.
+	type row struct{ fact, value, node string }
+	var table []row
+	for _, nf := range f.NodeFacts {
+		table = append(table, row{nf.Fact, nf.Value, nf.Node})
+		if nf.RecordID == "" || len(nf.SeenOn) == 0 {
+			t.Errorf("node fact without its record or nodes: %+v", nf)
+		}
+	}
+	for _, want := range []row{
+		{"requested_node", "192.168.200.12", ""},
+		{"registered_ip", "10.1.230.180", "spark-1"}, {"registered_ip", "10.1.230.181", "spark-2"},
+		{"gpu_total", "2", ""},
+		{"tried_node_ip", "192.168.200.12", "spark-1"}, {"tried_node_ip", "192.168.200.13", "spark-2"},
+	} {
+		if !slices.Contains(table, want) {
+			t.Errorf("node facts lack %+v: %+v", want, table)
+		}
 	}
 	for _, want := range []string{"VLLM_HOST_IP=10.1.230.180", "VLLM_HOST_IP=10.1.230.181", "--node-ip-address"} {
 		if !strings.Contains(f.Remediation, want) {
