@@ -49,9 +49,15 @@ func freePort(t *testing.T) string {
 // as if the nodes wrote them at the same time.
 func seedRecords(t *testing.T) []parsers.Record {
 	t.Helper()
+	return seedRecordsOf(t, seedDir)
+}
+
+// seedRecordsOf is seedRecords of another folder of the seed story.
+func seedRecordsOf(t *testing.T, dir string) []parsers.Record {
+	t.Helper()
 	var perFile [][]parsers.Record
 	for _, node := range []string{"spark-1", "spark-2"} {
-		filepath.WalkDir(filepath.Join(seedDir, node), func(path string, e os.DirEntry, err error) error {
+		filepath.WalkDir(filepath.Join(dir, node), func(path string, e os.DirEntry, err error) error {
 			if err != nil || e.IsDir() {
 				return err
 			}

@@ -583,6 +583,7 @@ func (s *server) registry() *prometheus.Registry {
 	reg.MustRegister(s.collectors()...)
 	reg.MustRegister(s.stages.collectors()...)
 	reg.MustRegister(s.receiverCollectors()...)
+	reg.MustRegister(newFindingCollector(s.findings))
 	return reg
 }
 
