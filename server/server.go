@@ -517,6 +517,7 @@ func (s *server) handler() (*web.Handler, error) {
 			{Pattern: "GET /api/rules", Handler: web.JSON(s.rules)},
 			{Pattern: "GET /version", Handler: web.JSON(version.Get)},
 			{Pattern: "GET /healthz", Open: true, Handler: http.HandlerFunc(s.healthz)},
+			{Pattern: "GET /readyz", Open: true, Handler: http.HandlerFunc(s.readyz)},
 		}, s.receiverRoutes()...),
 	})
 	if err != nil {

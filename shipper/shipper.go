@@ -41,6 +41,9 @@ type Config struct {
 
 	Cluster string
 	Node    string
+	// PodAsNode names records of kubelet pod logs (/var/log/pods) by their
+	// pod instead of Node (kubelet.go).
+	PodAsNode bool
 
 	NATS        NATSOptions
 	Stream      StreamOptions

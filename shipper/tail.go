@@ -256,6 +256,7 @@ func (c *cursor) init() {
 	}
 	origin := parsers.Origin{Cluster: c.sh.cfg.Cluster, Node: c.sh.cfg.Node, Container: container,
 		File: c.src.display, FileID: c.fileID()}
+	origin = kubeOrigin(origin, c.src.path, c.sh.cfg.PodAsNode)
 	c.now = time.Now()
 	// ReadTime: a record without any time takes the time it was read
 	// (offline, the file's modification time stands for it).

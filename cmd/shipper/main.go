@@ -65,6 +65,7 @@ type settings struct {
 	DockerRoot       string
 	Cluster          string
 	Node             string
+	PodAsNode        bool
 	NATS             string
 	User             string
 	Password         string
@@ -98,6 +99,7 @@ func (c *settings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Cluster, "cluster", "default", "cluster `NAME`")
 	// The default is the host name, shown by pflag as the default value.
 	fs.StringVar(&c.Node, "node", host, "node `NAME`")
+	fs.BoolVar(&c.PodAsNode, "pod-as-node", false, "name the records of kubelet pod logs (/var/log/pods/NAMESPACE_POD_UID/CONTAINER/N.log) by their pod instead of --node: a Ray node is a pod")
 	fs.StringVar(&c.NATS, "nats", "nats://127.0.0.1:4222", "NATS server `URLS`, comma-separated")
 	fs.StringVar(&c.User, "user", "", "NATS `USER`")
 	fs.StringVar(&c.Password, "password", "", "NATS `PASSWORD`")
@@ -143,7 +145,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg := shipper.Config{
 		Paths: fc.Path, Containers: fc.Container, ExcludeContainers: fc.ExcludeContainer, ContainerPaths: fc.ContainerPath, DockerRoot: fc.DockerRoot,
-		Cluster: fc.Cluster, Node: fc.Node,
+		Cluster: fc.Cluster, Node: fc.Node, PodAsNode: fc.PodAsNode,
 		NATS: shipper.NATSOptions{URL: fc.NATS, User: fc.User, Password: fc.Password, Token: fc.Token, Creds: fc.Creds,
 			NKey: fc.NKey, TLSCA: fc.TLSCA, TLSCert: fc.TLSCert, TLSKey: fc.TLSKey},
 		Stream:   shipper.StreamOptions{MaxAge: fc.MaxAge, MaxBytes: fc.MaxBytes},

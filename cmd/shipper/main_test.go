@@ -240,6 +240,8 @@ func TestConfigEveryFlag(t *testing.T) {
 	fs.VisitAll(func(f *pflag.Flag) {
 		value, want := "x7", ""
 		switch f.Value.Type() {
+		case "bool":
+			value = "true"
 		case "int", "int64":
 			value = "7"
 		case "duration":
