@@ -36,7 +36,8 @@ var (
 
 // IsBadQuery tells the errors that are the query's fault.
 func IsBadQuery(err error) bool {
-	return errors.Is(err, ErrQueryTooBroad) || errors.Is(err, ErrTooDeep) || errors.Is(err, ErrBadCursor)
+	_, syntax := AsQueryError(err)
+	return syntax || errors.Is(err, ErrQueryTooBroad) || errors.Is(err, ErrTooDeep) || errors.Is(err, ErrBadCursor)
 }
 
 // withDeadline bounds ctx by the index's search timeout.

@@ -52,6 +52,9 @@ var lowerCaseFields = map[string]bool{FieldLevel: true, FieldSource: true, Field
 // ParseQuery turns what a user types into a Bleve query over the message
 // and the event fields. An empty query matches everything. See QuerySyntax.
 func ParseQuery(s string) (query.Query, error) {
+	if err := checkSyntax(s); err != nil {
+		return nil, err
+	}
 	toks := splitQuery(s)
 	var alts [][]string
 	cur := []string{}

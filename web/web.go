@@ -305,18 +305,105 @@ func (s *server) searcher(r *http.Request) index.Searcher {
 	return s.cfg.Index
 }
 
+// searchAnswer is a search's result with a hint for a query written in
+// another language (LogQL), which would otherwise answer 0 hits silently.
+type searchAnswer struct {
+	index.Result
+	Hint *queryHint `json:"hint,omitempty"`
+}
+
+// queryHint offers the query in Faultline's syntax.
+type queryHint struct {
+	Language   string   `json:"language"`
+	Equivalent string   `json:"equivalent"`
+	Notes      []string `json:"notes,omitempty"`
+}
+
+func hintFor(text string) *queryHint {
+	eq, notes, ok := logQLHint(text)
+	if !ok {
+		return nil
+	}
+	return &queryHint{Language: "LogQL", Equivalent: eq, Notes: notes}
+}
+
 func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	q, err := ParseQuery(r.URL.Query(), time.Now())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	res, err := s.searcher(r).Search(r.Context(), q)
-	if err != nil {
-		writeError(w, queryStatus(err, http.StatusBadRequest), err)
+	x := s.searcher(r)
+	if err := followHits(r.Context(), x, &q); err != nil {
+		writeQueryError(w, q.Text, err, http.StatusBadRequest)
 		return
 	}
-	writeJSON(w, res)
+	res, err := x.Search(r.Context(), q)
+	if err != nil {
+		writeQueryError(w, q.Text, err, http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, searchAnswer{Result: res, Hint: hintFor(q.Text)})
+}
+
+// writeQueryError answers a failed search: a query that cannot be read
+// says where (position, a 1-based column of the query) and, written in
+// LogQL, what to write instead.
+func writeQueryError(w http.ResponseWriter, text string, err error, other int) {
+	body := map[string]any{"error": err.Error()}
+	if qe, ok := index.AsQueryError(err); ok {
+		body["position"] = qe.Column()
+	}
+	if h := hintFor(text); h != nil {
+		body["hint"] = h
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(queryStatus(err, other))
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// followHits sets the histogram's range to the span of the events q
+// matches when q gives none: over the index's whole span, the hits of a
+// narrow search fall in one bar at an edge. A fan-out's peer (local=1)
+// gets the range from the fan-out and keeps it.
+func followHits(ctx context.Context, x index.Searcher, q *index.Query) error {
+	if q.Histogram <= 0 || !q.HistogramSince.IsZero() || !q.HistogramUntil.IsZero() || (!q.Since.IsZero() && !q.Until.IsZero()) {
+		return nil
+	}
+	lo, hi, ok, err := hitSpan(ctx, x, *q)
+	if err != nil || !ok {
+		return err
+	}
+	q.HistogramSince, q.HistogramUntil = lo, hi
+	return nil
+}
+
+// hitSpan is the time range [first, last+1ns) of the timed events q
+// matches; ok is false when it matches none.
+func hitSpan(ctx context.Context, x index.Searcher, q index.Query) (lo, hi time.Time, ok bool, err error) {
+	sq := q
+	sq.Size, sq.From, sq.After, sq.Facets, sq.Highlight, sq.Histogram = 1, 0, "", false, false, 0
+	sq.HistogramSince, sq.HistogramUntil = time.Time{}, time.Time{}
+	ends := [2]time.Time{}
+	for i, order := range []string{"time", "-time"} {
+		sq.Sort = order
+		res, err := x.Search(ctx, sq)
+		if err != nil {
+			return lo, hi, false, err
+		}
+		if len(res.Hits) == 0 || res.Hits[0].Time.IsZero() {
+			return lo, hi, false, nil
+		}
+		ends[i] = res.Hits[0].Time
+	}
+	lo, hi = ends[0], ends[1].Add(time.Nanosecond)
+	if !q.Since.IsZero() {
+		lo = q.Since
+	}
+	if !q.Until.IsZero() {
+		hi = q.Until
+	}
+	return lo, hi, true, nil
 }
 
 // queryStatus is the HTTP status of a failed search: 400 when the query
@@ -390,7 +477,7 @@ func (s *server) timeline(w http.ResponseWriter, r *http.Request) {
 	}
 	tl, err := BuildTimeline(r.Context(), s.searcher(r), q)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		writeQueryError(w, q.Text, err, http.StatusBadRequest)
 		return
 	}
 	writeJSON(w, tl)
@@ -403,7 +490,13 @@ func BuildTimeline(ctx context.Context, x index.Searcher, q index.Query) (Timeli
 		q.Histogram = 60
 	}
 	if q.Since.IsZero() || q.Until.IsZero() {
-		lo, hi, err := x.Bounds(ctx)
+		// The span of what the query matches, as the search's histogram
+		// (followHits); the index's when it matches nothing.
+		lo, hi, ok, err := hitSpan(ctx, x, q)
+		if err == nil && !ok {
+			lo, hi, err = x.Bounds(ctx)
+			hi = hi.Add(time.Nanosecond)
+		}
 		if err != nil {
 			return Timeline{}, err
 		}
@@ -411,7 +504,7 @@ func BuildTimeline(ctx context.Context, x index.Searcher, q index.Query) (Timeli
 			q.Since = lo
 		}
 		if q.Until.IsZero() {
-			q.Until = hi.Add(time.Nanosecond)
+			q.Until = hi
 		}
 	}
 	tl := Timeline{Start: q.Since, End: q.Until, Lanes: []Lane{}}

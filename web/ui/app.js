@@ -284,6 +284,8 @@ async function loadTimeline() {
   const t0 = Date.parse(tl.start), t1 = Date.parse(tl.end);
   const span = Math.max(1, t1 - t0);
   const pct = (t) => `${Math.min(100, Math.max(0, (100 * (Date.parse(t) - t0)) / span))}%`;
+  // The range follows the query's hits: evidence outside it is not drawn.
+  const inRange = (t) => { const v = Date.parse(t); return v >= t0 && v <= t1; };
   const lanes = tl.lanes.map((lane) => {
     const track = el('div', { class: 'lane-track' });
     const maxCount = Math.max(1, ...lane.buckets.map((b) => b.count));
@@ -291,7 +293,9 @@ async function loadTimeline() {
       if (!b.count) continue;
       const bar = el('div', { class: 'lane-bar', title: `${fmtTime(b.start)}: ${b.count}` });
       bar.style.left = pct(b.start);
-      bar.style.width = `${(100 * (Date.parse(b.end) - Date.parse(b.start))) / span}%`;
+      // Buckets have round widths: the last may end past the range.
+      const from = Math.max(t0, Date.parse(b.start)), to = Math.min(t1, Date.parse(b.end));
+      bar.style.width = `${(100 * Math.max(0, to - from)) / span}%`;
       bar.style.height = `${(100 * b.count) / maxCount}%`;
       track.append(bar);
     }
@@ -302,7 +306,7 @@ async function loadTimeline() {
     }
     for (const f of state.findings) {
       for (const e of f.evidence || []) {
-        if (e.node !== lane.node || !e.time) continue;
+        if (e.node !== lane.node || !e.time || !inRange(e.time)) continue;
         const m = el('button', { type: 'button', class: 'lane-finding', title: `${f.title}: ${e.text}`, onclick: () => openContext(e.record_id) }, '◆');
         m.style.left = pct(e.time);
         track.append(m);
