@@ -133,8 +133,9 @@ func TestGzipByMagicAndIdentity(t *testing.T) {
 
 // Records without a time of their own take the previous time of their
 // process (stream and prefixes) in file order, whatever order they complete
-// in; without one, with ReadTime (the shipper), the time their first line
-// was read; records with a container time keep it.
+// in, else the file's latest; with no time before them, with ReadTime (the
+// shipper), the time their first line was read; records with a container
+// time keep it.
 func TestJoinerGivesEveryRecordATime(t *testing.T) {
 	read := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var recs []Record
@@ -143,7 +144,7 @@ func TestJoinerGivesEveryRecordATime(t *testing.T) {
 		"(RayWorkerWrapper pid=9) INFO 03-01 11:59:58 [worker.py:1] Loading\n" + // its own time; completes last
 		"(RayWorkerWrapper pid=9) ip-10-0-0-1:9:9 [0] NCCL INFO Channel 00\n" + // that process's time
 		"(RayWorkerWrapper pid=9) ip-10-0-0-1:9:9 [0] NCCL INFO Channel 01\n" + // (closes the one before)
-		"(RayWorkerWrapper pid=8) print output\n") // another process: read time
+		"(RayWorkerWrapper pid=8) print output\n") // another process: the file's latest
 	withTime := Line{Offset: 1000, Num: 6, Text: "no time", Time: read.Add(-time.Hour)}
 	for _, l := range append(lines, withTime) {
 		j.Add(l)
@@ -151,7 +152,7 @@ func TestJoinerGivesEveryRecordATime(t *testing.T) {
 	j.Flush()
 	own := time.Date(2026, 3, 1, 11, 59, 58, 0, time.UTC)
 	// Record.Time: the filled time (line 2 has its own, which Parse finds).
-	want := map[int]time.Time{1: read, 2: {}, 3: own, 4: own, 5: read, 6: read.Add(-time.Hour)}
+	want := map[int]time.Time{1: read, 2: {}, 3: own, 4: own, 5: own, 6: read.Add(-time.Hour)}
 	if len(recs) != len(want) {
 		t.Fatalf("%d records: %+v", len(recs), recs)
 	}
@@ -194,5 +195,48 @@ func TestLineTimeAgreesWithParse(t *testing.T) {
 	})
 	if n < 1000 {
 		t.Fatalf("only %d lines looked at", n)
+	}
+}
+
+// A blank line is never given the read time: serve --demo replays logs of
+// 2026-04-08 as if written now, and the blank lines of ray/monitor.out took
+// the replay's clock, so the timeline spanned months and the newest hits
+// were blank rows. It is timing: a blank line that arrives after the writer
+// paused (the shipper flushed what it held) is a record of its own. Every
+// line of the seed's files, tailed so (flushed after each) with ReadTime and
+// a clock years later, takes a time from its file (or none).
+func TestJoinerNeverGivesBlankLinesTheReadTime(t *testing.T) {
+	read := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := 0
+	for _, path := range []string{
+		"../testdata/logs/seed/failed/spark-1/ray/monitor.out",
+		"../testdata/logs/seed/failed/spark-1/ray/raylet.out",
+		"../testdata/logs/seed/failed/spark-1/ray/gcs_server.out",
+		"../testdata/logs/seed/failed/spark-1/ray/monitor.log",
+	} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []Record
+		j := NewJoiner(Origin{Node: "spark-1"}, JoinOptions{Now: func() time.Time { return read }, ReadTime: true},
+			func(r Record) { recs = append(recs, r) })
+		for _, l := range plainLines(string(data)) {
+			j.Add(l)
+			j.Flush()
+		}
+		blank := 0
+		for _, r := range recs {
+			if strings.TrimSpace(r.Text) == "" {
+				blank++
+			}
+			if r.Time.Equal(read) {
+				t.Errorf("%s:%d %q took the read time", path, r.Line, r.Text)
+			}
+		}
+		n += blank
+	}
+	if n == 0 {
+		t.Fatal("no blank record in the seed's Ray logs: the test tests nothing")
 	}
 }

@@ -27,9 +27,10 @@ type JoinOptions struct {
 	// a record split, and a continuation after it starts a record of its own.
 	HoldOpen time.Duration
 	// ReadTime gives a record that has no time at all (no container time,
-	// none in its text, no earlier record of its process with one) the
+	// none in its text, no earlier record of its file with one) the
 	// clock's time when its first line was added: a tailer's read time.
-	// Offline reading leaves it off and uses the file's time instead.
+	// A blank record never takes it (it keeps the time before it, or
+	// none). Offline reading leaves it off and uses the file's time instead.
 	ReadTime bool
 }
 
@@ -87,6 +88,9 @@ type Joiner struct {
 	// times holds, per writer (stream and process prefixes), the time of
 	// its last record that had one, in file order (see fillTime).
 	times map[timeKey]time.Time
+	// fileTime is the time of the file's last record that had one, of any
+	// writer: what a record of a writer with no time yet takes.
+	fileTime time.Time
 	wall  time.Time // time.Now once, for yearClock when opts.Now gives zero (offline)
 	// starts[startsHead:] lists the starts of records in offset order, for
 	// PendingOffset without a walk over every pending record (a shipper
@@ -267,8 +271,13 @@ func (j *Joiner) Add(l Line) {
 		j.close(p)
 	}
 	p.start(l, rest, hdr, blank, j.now(), j.seq)
-	if l.Time.IsZero() && !blank {
+	switch {
+	case l.Time.IsZero() && !blank:
 		j.checkTime(p, l)
+	case l.Time.IsZero():
+		// A blank line between records (ray status blocks, monitor.out)
+		// takes the time before it; a header that follows still decides.
+		p.fillTime = j.timeBefore(p.key)
 	}
 	j.link(p)
 	j.pushStart(p)
@@ -278,8 +287,8 @@ func (j *Joiner) Add(l Line) {
 // checkTime looks at the header line l of a record without a container
 // time: a time of its own is remembered as its process's latest; without
 // one the record takes that process's latest time (if it has none either,
-// the record's Time stays zero and the reader gives it the time it was
-// read). This runs in file order as lines are added, so the shipper, which
+// the record takes the file's latest time; with none at all its Time stays
+// zero and the reader gives it the time it was read). This runs in file order as lines are added, so the shipper, which
 // emits records as they complete, and offline reading give a record the
 // same time.
 func (j *Joiner) checkTime(p *pendingRecord, l Line) {
@@ -291,9 +300,19 @@ func (j *Joiner) checkTime(p *pendingRecord, l Line) {
 			j.times = make(map[timeKey]time.Time)
 		}
 		j.times[k] = t
+		j.fileTime = t
 		return
 	}
-	p.fillTime = j.times[k]
+	p.fillTime = j.timeBefore(p.key)
+}
+
+// timeBefore is the time a record of key without one of its own takes:
+// its process's latest, else the file's.
+func (j *Joiner) timeBefore(key joinKey) time.Time {
+	if t := j.times[timeKey{key.stream, key.prefix}]; !t.IsZero() {
+		return t
+	}
+	return j.fileTime
 }
 
 // yearClock gives a partial line time (no year) its year: the joiner's
@@ -522,7 +541,10 @@ func (j *Joiner) close(p *pendingRecord) {
 	t := p.time
 	if t.IsZero() && !p.ownTime {
 		t = p.fillTime // no time of its own: its process's previous one
-		if t.IsZero() && j.opts.ReadTime {
+		// Blank lines are never given the read time: a replay of old logs
+		// (serve --demo) stamped them with today among records of months ago.
+		blankOnly := p.textLen == 0 && (p.lines > 1 || blankLine(p.first))
+		if t.IsZero() && j.opts.ReadTime && !blankOnly {
 			t = p.first0
 		}
 	}
