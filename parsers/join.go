@@ -91,7 +91,7 @@ type Joiner struct {
 	// fileTime is the time of the file's last record that had one, of any
 	// writer: what a record of a writer with no time yet takes.
 	fileTime time.Time
-	wall  time.Time // time.Now once, for yearClock when opts.Now gives zero (offline)
+	wall     time.Time // time.Now once, for yearClock when opts.Now gives zero (offline)
 	// starts[startsHead:] lists the starts of records in offset order, for
 	// PendingOffset without a walk over every pending record (a shipper
 	// asks for every batch). Entries of records closed (or started again)
