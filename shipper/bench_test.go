@@ -56,17 +56,47 @@ func BenchmarkShipper(b *testing.B) {
 	}
 	b.Logf("input: %d lines, %d bytes (%.0f bytes/line)", lines, size, float64(size)/float64(lines))
 
+	// FAULTLINE_SHIPPER_BASE=path also runs that binary (a build of an
+	// earlier commit) in each round, before this tree's, so that a change
+	// is measured against its base in the same run on the same machine.
+	base := os.Getenv("FAULTLINE_SHIPPER_BASE")
+	var sum, baseSum result
 	for i := 0; i < b.N; i++ {
 		floor := runMeasured(b, "floor", exec.Command(os.Args[0], "-test.run", "^TestFloorProcess$"), func(s *serverHandle) {}, log, dir, lines, true)
+		rows := []result{floor}
+		if base != "" {
+			r := runMeasured(b, "base", exec.Command(base), nil, log, dir, lines, false)
+			baseSum.add(r)
+			rows = append(rows, r)
+		}
 		ship := runMeasured(b, "shipper", nil, nil, log, dir, lines, false)
-		b.Logf("\n%-8s %10s %12s %14s %12s\n%s\n%s", "run", "seconds", "lines/s", "CPU-s/million", "peak RSS MB", floor, ship)
-		b.ReportMetric(ship.rate, "records/s")
-		b.ReportMetric(ship.cpuPerM, "CPU-s/Mrec")
-		b.ReportMetric(ship.rssMB, "peakRSS-MB")
-		b.ReportMetric(ship.storedRatio, "stored/raw")
+		sum.add(ship)
+		rows = append(rows, ship)
+		table := fmt.Sprintf("%-8s %10s %12s %14s %12s", "run", "seconds", "lines/s", "CPU-s/million", "peak RSS MB")
+		for _, r := range rows {
+			table += "\n" + r.String()
+		}
+		b.Logf("\n%s", table)
 		b.ReportMetric(floor.rate, "floor-records/s")
 		b.ReportMetric(floor.cpuPerM, "floor-CPU-s/Mrec")
 	}
+	n := float64(b.N)
+	b.ReportMetric(sum.rate/n, "records/s")
+	b.ReportMetric(sum.cpuPerM/n, "CPU-s/Mrec")
+	b.ReportMetric(sum.rssMB/n, "peakRSS-MB")
+	b.ReportMetric(sum.storedRatio/n, "stored/raw")
+	if base != "" {
+		b.ReportMetric(baseSum.rate/n, "base-records/s")
+		b.ReportMetric(baseSum.cpuPerM/n, "base-CPU-s/Mrec")
+		b.ReportMetric(baseSum.rssMB/n, "base-peakRSS-MB")
+	}
+}
+
+func (r *result) add(o result) {
+	r.rate += o.rate
+	r.cpuPerM += o.cpuPerM
+	r.rssMB += o.rssMB
+	r.storedRatio += o.storedRatio
 }
 
 type serverHandle struct{ url string }
@@ -87,8 +117,13 @@ func (r result) String() string {
 func runMeasured(b *testing.B, name string, cmd *exec.Cmd, _ func(*serverHandle), log, dir string, lines int, floor bool) result {
 	s := testutil.RunJetStreamServer(b)
 	state := filepath.Join(dir, name+"-state")
-	if cmd == nil {
-		cmd = exec.Command(shipperBin(b), "--nats", s.ClientURL(), "--node", "bench", "--cluster", "bench",
+	os.RemoveAll(state) // each round from the start
+	if cmd == nil || !floor {
+		bin := shipperBin(b)
+		if cmd != nil {
+			bin = cmd.Path
+		}
+		cmd = exec.Command(bin, "--nats", s.ClientURL(), "--node", "bench", "--cluster", "bench",
 			"--path", log, "--state-dir", state, "--log-level", "warn")
 	}
 	cmd.Env = append(os.Environ(), "FLOOR_FILE="+log, "FLOOR_URL="+s.ClientURL())

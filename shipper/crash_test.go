@@ -13,55 +13,6 @@ import (
 	"github.com/faultline/faultline/internal/testutil"
 )
 
-// The shipper process is killed with SIGKILL at several points while the
-// file grows; after each restart it resumes from the last acknowledged
-// offset. The stream ends up with every record, and the only duplicates are
-// the overlap of what was in flight (unacknowledged) at each kill.
-func TestKillRestartNoLoss(t *testing.T) {
-	s := testutil.RunJetStreamServer(t)
-	dir := t.TempDir()
-	log := filepath.Join(dir, "worker.log")
-	state := filepath.Join(dir, "state")
-	const maxInFlight = 2
-	args := shipperArgs(s.ClientURL(), "spark-1", state, "--path", log,
-		"--max-in-flight", fmt.Sprint(maxInFlight), "--batch-bytes", "16384", "--log-level", "info")
-
-	const total = 40000
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		for i := 0; i < total; i += 200 {
-			appendLines(t, log, "w", i, i+200)
-			time.Sleep(10 * time.Millisecond) // ~2 s of writing
-		}
-	}()
-	kills := []time.Duration{150 * time.Millisecond, 400 * time.Millisecond, 50 * time.Millisecond, 700 * time.Millisecond, 250 * time.Millisecond}
-	for _, d := range kills {
-		p := startShipper(t, args...)
-		time.Sleep(d)
-		p.kill()
-	}
-	<-written
-	startShipper(t, args...)
-	var c *contents
-	testutil.CheckFor(t, 60*time.Second, 250*time.Millisecond, func() error {
-		c = readStream(t, s.ClientURL())
-		if c.distinct() < total {
-			return fmt.Errorf("%d distinct records of %d", c.distinct(), total)
-		}
-		return nil
-	})
-	if m := missing(c, "w", total); len(m) > 0 {
-		t.Fatalf("%d lines lost, first %q", len(m), m[0])
-	}
-	perBatch := 16384/80 + 1 // a record of this test encodes to > 80 bytes
-	bound := len(kills) * (maxInFlight + 1) * perBatch
-	t.Logf("%d records stored for %d distinct, %d duplicates after %d kills (bound %d)", len(c.records), c.distinct(), c.dups(), len(kills), bound)
-	if c.dups() > bound {
-		t.Fatalf("%d duplicates, more than the in-flight overlap bound %d", c.dups(), bound)
-	}
-}
-
 // The NATS server goes away for several seconds mid-stream and comes back
 // on the same port and store: nothing is lost and nothing is stored twice
 // (retries resend the same batch with the same Nats-Msg-Id).

@@ -25,6 +25,12 @@ type Metrics struct {
 	skipped       *prometheus.CounterVec
 	lag           *prometheus.GaugeVec
 	files         prometheus.Gauge
+	resentBatches prometheus.Counter
+	resentRecords prometheus.Counter
+	rejoined      prometheus.Counter
+	stateErrors   *prometheus.CounterVec
+	dupWindow     prometheus.Gauge
+	inFlight      prometheus.Gauge
 	stages        stageMetrics
 }
 
@@ -44,7 +50,11 @@ func NewMetrics() *Metrics {
 		batches:       f("acks_total", "Batches acknowledged by JetStream."),
 		records:       f("records_published_total", "Records in acknowledged batches."),
 		bytes:         f("published_bytes_total", "Bytes of acknowledged batches as sent (framed and compressed)."),
-		duplicates:    f("duplicate_acks_total", "Batches the server already had (dropped by Nats-Msg-Id)."),
+		duplicates:    f("duplicate_acks_total", "Batches the server already had (dropped by Nats-Msg-Id): retries after a lost acknowledgement, batches sent again after a restart."),
+		resentBatches: f("resent_batches_total", "Batches of an earlier run sent again after a restart under their own Nats-Msg-Id (from the sent log): those the server had are counted in duplicate_acks_total too."),
+		resentRecords: f("resent_records_total", "Records in resent_batches_total."),
+		rejoined: f("resent_changed_records_total", "Records read again after a restart that the sent log does not hold as they are now "+
+			"(the joiner now sees lines that came after the crash, or the log lost them): sent under new batch IDs, so the stream may hold them twice."),
 		publishErrors: f("publish_errors_total", "Failed publish attempts (each is retried)."),
 		reconnects:    f("reconnects_total", "NATS reconnections."),
 		windowFull:    f("window_full_total", "Times a reader waited because the in-flight window was full."),
@@ -58,8 +68,14 @@ func NewMetrics() *Metrics {
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "lag_bytes",
 			Help: "Bytes of a file not yet acknowledged (file size minus acknowledged offset)."}, []string{"file"}),
 		files: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "files_open", Help: "Files being tailed."}),
+		stateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "faultline_shipper", Name: "state_write_errors_total",
+			Help: "Failed writes to the state dir, by file: offsets (retried; shipping goes on) or sent-log."}, []string{"file"}),
+		dupWindow: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "duplicate_window_seconds",
+			Help: "The stream's duplicate window: batches sent again later than this after their first sending may be stored twice."}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "in_flight_batches",
+			Help: "Batches published and not acknowledged yet (at most --max-in-flight)."}),
 	}
-	r.MustRegister(m.warnings, m.rotations, m.skipped, m.lag, m.files)
+	r.MustRegister(m.warnings, m.rotations, m.skipped, m.lag, m.files, m.stateErrors, m.dupWindow, m.inFlight)
 	m.stages = newStageMetrics(r)
 	return m
 }

@@ -64,8 +64,12 @@ type Store struct {
 	dir string
 	log *slog.Logger
 
+	every   time.Duration // at most one write per this (Config.SaveInterval)
+	metrics *Metrics
+
 	mu      sync.Mutex
 	files   map[string]Entry
+	saved   map[string]int64 // file ID → offset as last written to disk
 	dirty   bool
 	writeCh chan struct{}
 	err     error // last write error, reported once per change
@@ -76,7 +80,7 @@ func OpenStore(dir string, log *slog.Logger) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	s := &Store{dir: dir, log: log, files: map[string]Entry{}, writeCh: make(chan struct{}, 1)}
+	s := &Store{dir: dir, log: log, files: map[string]Entry{}, writeCh: make(chan struct{}, 1), every: storeFlushEvery}
 	b, err := os.ReadFile(filepath.Join(dir, stateFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -92,7 +96,26 @@ func OpenStore(dir string, log *slog.Logger) (*Store, error) {
 			s.files = doc.Files
 		}
 	}
+	s.saved = savedOffsets(s.files)
 	return s, nil
+}
+
+// savedOffsets is, per file ID, the largest offset of files.
+func savedOffsets(files map[string]Entry) map[string]int64 {
+	out := make(map[string]int64, len(files))
+	for k, e := range files {
+		id := e.fileID(k)
+		out[id] = max(out[id], e.Offset)
+	}
+	return out
+}
+
+// savedOnDisk is, per file ID, the offset the state on disk holds: the sent
+// log keeps what a restart from there would send again.
+func (s *Store) savedOnDisk() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saved
 }
 
 // Get returns the entry of a file identity.
@@ -153,11 +176,12 @@ func (s *Store) Set(key string, e Entry) {
 // Run writes the state whenever it changed until ctx is done, then writes it
 // a last time.
 //
-// Writes are at most every storeFlushEvery: each is a temp file, an fsync
-// and a rename (13% of the shipper's CPU when done on every ack). A crash
-// then re-sends at most that much acknowledged data, and since a resumed file
-// is cut into the same batches from the same offset, JetStream's Nats-Msg-Id
-// deduplication drops most of it.
+// Writes are at most every s.every (--save-interval, default
+// storeFlushEvery): each is a temp file, an fsync and a rename (13% of the
+// shipper's CPU when done on every ack). A crash then re-sends what was
+// acknowledged since the last write, and what was in flight; the sent log
+// (sentLogFile) makes those the batches sent before, under their IDs, so
+// JetStream's duplicate window drops them.
 func (s *Store) Run(ctx context.Context) {
 	for {
 		select {
@@ -171,7 +195,7 @@ func (s *Store) Run(ctx context.Context) {
 		case <-ctx.Done():
 			s.Flush()
 			return
-		case <-time.After(storeFlushEvery):
+		case <-time.After(s.every):
 		}
 	}
 }
@@ -187,6 +211,7 @@ func (s *Store) Flush() error {
 	}
 	s.prune(time.Now().Add(-30 * 24 * time.Hour))
 	b, err := json.Marshal(stateDoc{Version: 1, Files: s.files})
+	saved := savedOffsets(s.files)
 	s.dirty = false
 	s.mu.Unlock()
 	if err == nil {
@@ -196,11 +221,17 @@ func (s *Store) Flush() error {
 	defer s.mu.Unlock()
 	if err != nil {
 		s.dirty = true // try again on the next change
+		if s.metrics != nil {
+			s.metrics.stateErrors.WithLabelValues("offsets").Inc()
+		}
 		if s.err == nil || s.err.Error() != err.Error() {
 			s.log.Error("cannot write offsets", "err", err)
 		}
-	} else if s.err != nil {
-		s.log.Info("offsets written again")
+	} else {
+		s.saved = saved
+		if s.err != nil {
+			s.log.Info("offsets written again")
+		}
 	}
 	s.err = err
 	return err
@@ -230,6 +261,7 @@ type tracker struct {
 	mu      sync.Mutex
 	pending []*mark // oldest first
 	retired bool    // file truncated under us: later acks must not write
+	saved   int64   // offset last set
 }
 
 // mark is a batch's place in the file: once it and every earlier batch are
@@ -239,6 +271,7 @@ type mark struct {
 	line    int
 	sum     string // checksum of the bytes before offset ("" if unknown)
 	advance bool   // false for a batch cut in the middle of a record flush
+	extra   int    // acknowledgements still needed besides one (a batch sent again with its companion)
 	done    bool
 }
 
@@ -251,6 +284,11 @@ func (t *tracker) add(m *mark) {
 // ack marks m done and persists the new offset if the done prefix grew.
 func (t *tracker) ack(m *mark) {
 	t.mu.Lock()
+	if m.extra > 0 {
+		m.extra--
+		t.mu.Unlock()
+		return
+	}
 	m.done = true
 	var last *mark
 	i := 0
@@ -260,8 +298,11 @@ func (t *tracker) ack(m *mark) {
 		}
 	}
 	t.pending = t.pending[i:]
-	// Set under t.mu so that two acks racing cannot store offsets out of order.
-	if last != nil && !t.retired && t.store != nil { // stdin has no store: nothing to resume
+	// Set under t.mu so that two acks racing cannot store offsets out of
+	// order; never lowered (a batch of the last run sent again may save
+	// less than one sent after it).
+	if last != nil && !t.retired && t.store != nil && last.offset >= t.saved { // stdin has no store: nothing to resume
+		t.saved = last.offset
 		t.store.Set(t.key, Entry{Path: t.path, Gen: t.gen, ID: t.id, Offset: last.offset, Line: last.line, Sum: last.sum})
 	}
 	t.mu.Unlock()

@@ -31,9 +31,10 @@ type batch struct {
 // Publisher is transport.Publisher with the shipper's metrics and a pool of
 // batch bodies (a body goes back to the pool once its batch is stored).
 type Publisher struct {
-	tp      *transport.Publisher
-	bodies  sync.Pool
-	bodyCap int // capacity of a new body: a batch closes soon after the soft limit
+	tp       *transport.Publisher
+	inFlight prometheus.Gauge
+	bodies   sync.Pool
+	bodyCap  int // capacity of a new body: a batch closes soon after the soft limit
 	// publishAck times a batch from Publish to its acknowledgement.
 	publishAck prometheus.Observer
 }
@@ -67,7 +68,8 @@ func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po Publisher
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{tp: tp, publishAck: m.stages.publishAck}, nil
+	m.dupWindow.Set(tp.DuplicateWindow().Seconds())
+	return &Publisher{tp: tp, publishAck: m.stages.publishAck, inFlight: m.inFlight}, nil
 }
 
 // MaxPayload is the server's limit on a message, read from the connection.
@@ -88,14 +90,23 @@ func (p *Publisher) body() []byte {
 func (p *Publisher) Publish(ctx context.Context, b *batch) error {
 	m := &transport.Message{Subject: b.subject, Body: b.body, Count: b.count, MsgID: b.msgID, ReadAt: b.readAt}
 	sent := time.Now()
-	return p.tp.Publish(ctx, m, func() {
+	p.inFlight.Inc()
+	err := p.tp.Publish(ctx, m, func() {
+		p.inFlight.Dec()
 		p.publishAck.Observe(time.Since(sent).Seconds())
 		b.onAck()
 		body := b.body
 		b.body = nil
 		p.bodies.Put(&body)
 	})
+	if err != nil {
+		p.inFlight.Dec()
+	}
+	return err
 }
+
+// DuplicateWindow is the stream's duplicate window.
+func (p *Publisher) DuplicateWindow() time.Duration { return p.tp.DuplicateWindow() }
 
 // Wait waits until every batch handed to Publish is acknowledged; when ctx
 // ends first it gives the rest up (their offsets stay unsaved, so they are

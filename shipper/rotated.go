@@ -201,6 +201,7 @@ func (sh *Shipper) readRotated(ctx context.Context, src source, rf rotatedFile) 
 	c := &cursor{sh: sh, src: rsrc, f: r, fd: fd, di: di, fp: fp, key: key, gen: gen, id: id,
 		base: start, line: line, log: sh.log.With("file", rf.path)}
 	c.init()
+	c.startReplay()
 	sh.metrics.rotations.WithLabelValues("rotated").Inc()
 	c.log.Info("reading rotated file", "offset", start, "seen", seen, "continues", id)
 	// The newest rotation may still be written to by a writer that has not

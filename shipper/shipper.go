@@ -52,7 +52,12 @@ type Config struct {
 	// Compression of the batches: "s2" (default), "zstd" or "none".
 	Compression string
 
-	StateDir     string
+	StateDir string
+	// SaveInterval is the most often acknowledged offsets are written to
+	// StateDir (each write is an fsync): after a crash, what was
+	// acknowledged since the last write is sent again (and dropped by the
+	// server as duplicates, see sentLogFile). Default 50ms.
+	SaveInterval time.Duration
 	FlushTimeout time.Duration // joiner idle flush
 	BatchBytes   int
 	BatchWait    time.Duration
@@ -86,6 +91,9 @@ func (c *Config) Defaults() {
 	if c.StateDir == "" {
 		c.StateDir = "./shipper-state"
 	}
+	if c.SaveInterval == 0 {
+		c.SaveInterval = storeFlushEvery
+	}
 	if c.FlushTimeout == 0 {
 		c.FlushTimeout = 50 * time.Millisecond
 	}
@@ -115,6 +123,7 @@ type Shipper struct {
 	log       *slog.Logger
 	metrics   *Metrics
 	store     *Store
+	sent      *sentLog
 	pub       *Publisher
 	subject   string
 	softLimit int // close a batch once its body reaches this
@@ -146,7 +155,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	sh := &Shipper{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, store: store,
+	store.every, store.metrics = cfg.SaveInterval, cfg.Metrics
+	sent, err := openSentLog(cfg.StateDir, cfg.Log, cfg.Metrics, store.savedOnDisk)
+	if err != nil {
+		return err
+	}
+	defer sent.Close()
+	sh := &Shipper{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, store: store, sent: sent,
 		subject: transport.LogsSubject(cfg.Cluster, cfg.Node),
 		paths:   map[string]bool{}, inodes: map[devIno]string{}, once: map[string]bool{}}
 
@@ -164,7 +179,9 @@ func Run(ctx context.Context, cfg Config) error {
 	sh.hardLimit = sh.pub.MaxPayload() - 1024 // headers and slack
 	sh.softLimit = min(cfg.BatchBytes, sh.hardLimit)
 	sh.pub.bodyCap = min(sh.softLimit+sh.softLimit/4, sh.hardLimit)
+	sent.setWindow(sh.pub.DuplicateWindow())
 	sh.log.Info("shipping", "subject", sh.subject, "max_payload", sh.pub.MaxPayload(), "batch_bytes", sh.softLimit,
+		"max_in_flight", cfg.MaxInFlight, "save_interval", cfg.SaveInterval, "duplicate_window", sh.pub.DuplicateWindow(),
 		"paths", cfg.Paths, "containers", cfg.Containers)
 
 	sh.notify = newNotifier(cfg.Log)

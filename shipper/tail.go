@@ -137,6 +137,11 @@ type cursor struct {
 	lastSafe mark
 	warnings int
 	ctx      context.Context
+	// sentRecs are the records of the current batch, for the sent log.
+	sentRecs []recExtent
+	// replay rebuilds the batches sent beyond the resume offset before a
+	// restart (nil once they are sent again, or when there were none).
+	replay *replay
 	stageClock
 }
 
@@ -211,6 +216,7 @@ func (sh *Shipper) newCursor(src source, f *os.File) (*cursor, error) {
 		}
 	}
 	c.init()
+	c.startReplay()
 	return c, nil
 }
 
@@ -355,6 +361,9 @@ func (c *cursor) lines() {
 		c.checkpoint()
 	}
 	c.addMetrics()
+	if c.replay != nil {
+		c.replayDue(false)
+	}
 }
 
 // checkpoint remembers the current line boundary with the checksum of the
@@ -444,6 +453,9 @@ func (c *cursor) warn(msg string, off int64, detail string) {
 // advancing the offset (the joiner is mid-call, its pending state unknown).
 func (c *cursor) emit(r parsers.Record) {
 	c.mRecords++
+	if c.replay != nil && c.replay.place(&r) {
+		return
+	}
 	start := len(c.body)
 	c.body = c.enc.Append(c.body, &r)
 	n := len(c.body) - start
@@ -467,6 +479,7 @@ func (c *cursor) emit(r parsers.Record) {
 		c.batchStarted(r.Offset+r.Size, c.started)
 	}
 	c.count++
+	c.sentRecs = append(c.sentRecs, recExtent{r.Offset, r.Size})
 }
 
 // safePoint is the offset below which every line has been turned into a
@@ -513,7 +526,9 @@ func (c *cursor) closeBatch(advance bool) {
 		return
 	}
 	m := &mark{offset: c.lastSafe.offset, line: c.lastSafe.line}
-	if advance {
+	// While batches of the last run are rebuilt, a new batch saves no
+	// offset: they may hold records below its safe point.
+	if advance && c.replay == nil {
 		if sp, ok := c.safePoint(); ok {
 			m.offset, m.line, m.advance = sp.offset, sp.line, true
 			m.sum = c.sumAt(sp.offset) // one small read a batch
@@ -525,6 +540,10 @@ func (c *cursor) closeBatch(advance bool) {
 	t.add(m)
 	b := &batch{subject: c.subject, body: c.body, count: c.count,
 		msgID: transport.MsgID(c.firstID, c.count), readAt: c.batchRead, onAck: func() { t.ack(m) }}
+	if c.key != "" { // stdin is never resumed
+		c.sh.sent.add(&sentBatch{fileID: c.fileID(), msgID: b.msgID, sentAt: c.started, end: *m, records: c.sentRecs})
+	}
+	c.sentRecs = c.sentRecs[:0]
 	c.body = c.sh.pub.body()
 	c.count = 0
 	if err := c.sh.pub.Publish(c.ctx, b); err != nil {
@@ -541,6 +560,13 @@ func (c *cursor) idle(now time.Time) {
 	before := c.count
 	c.join.FlushIdle(c.sh.cfg.FlushTimeout)
 	c.addMetrics()
+	if c.replay != nil {
+		// At the end of the file with nothing held, what a batch of the
+		// last run has not got back it never will.
+		_, held := c.join.PendingOffset()
+		_, partial := c.dec.PendingOffset()
+		c.replayDue(!held && !partial && c.r == c.w && !c.long)
+	}
 	if c.count > 0 && (c.count > before || now.Sub(c.started) >= c.sh.cfg.BatchWait) {
 		c.closeBatch(true)
 	}
@@ -551,6 +577,7 @@ func (c *cursor) idle(now time.Time) {
 func (c *cursor) finish() {
 	c.drain()
 	c.addMetrics()
+	c.replayDue(true)
 	c.closeBatch(true)
 }
 
@@ -753,6 +780,7 @@ func (c *cursor) truncated(ctx context.Context) {
 	c.dropPartial()
 	c.drain()
 	c.addMetrics()
+	c.replayDue(true)
 	c.closeBatch(true)
 	c.tracker.retire()
 	if kept {
@@ -872,6 +900,7 @@ func (c *cursor) restartAt(off int64, line int, why string) {
 		c.fp = fp
 		c.key = fileKey(c.di, fp)
 	}
+	c.replayDue(true)
 	c.gen, c.id = newGen(), ""
 	c.base, c.line = off, line
 	c.lastSize = 0

@@ -67,9 +67,10 @@ type Publisher struct {
 	life    context.Context
 	stopAll context.CancelFunc
 
-	mu      sync.Mutex
-	failing error // current publish failure, logged once per change
-	dialErr error // last failed connection attempt, for notConnected
+	mu        sync.Mutex
+	failing   error         // current publish failure, logged once per change
+	dialErr   error         // last failed connection attempt, for notConnected
+	dupWindow time.Duration // the stream's, read when it was found
 	// borrowed: the connection is the caller's (NewPublisher); Close
 	// leaves it open.
 	borrowed bool
@@ -233,7 +234,10 @@ func (p *Publisher) tryEnsureStream(ctx context.Context, so StreamOptions) error
 	if p.nc.ConnectedClusterName() != "" {
 		return p.waitStream(cctx)
 	}
-	_, created, err := EnsureStream(cctx, p.nc, p.js, so)
+	st, created, err := EnsureStream(cctx, p.nc, p.js, so)
+	if err == nil {
+		p.setDupWindow(st)
+	}
 	if err == nil && created {
 		cfg := so.StreamConfig(p.nc.MaxPayload())
 		p.log.Info("stream created", "stream", StreamName, "max_age", cfg.MaxAge, "max_bytes", cfg.MaxBytes, "duplicates", cfg.Duplicates, "max_msg_size", cfg.MaxMsgSize)
@@ -248,11 +252,31 @@ var errNoStreamYet = errors.New("no stream yet: on a NATS cluster an analyzer cr
 
 // waitStream checks that the stream exists, without creating it.
 func (p *Publisher) waitStream(ctx context.Context) error {
-	_, err := p.js.Stream(ctx, StreamName)
+	st, err := p.js.Stream(ctx, StreamName)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return errNoStreamYet
 	}
+	if err == nil {
+		p.setDupWindow(st)
+	}
 	return err
+}
+
+func (p *Publisher) setDupWindow(st jetstream.Stream) {
+	if info := st.CachedInfo(); info != nil {
+		p.mu.Lock()
+		p.dupWindow = info.Config.Duplicates
+		p.mu.Unlock()
+	}
+}
+
+// DuplicateWindow is the stream's duplicate window (Nats-Msg-Id
+// de-duplication): a batch sent again later than this after it was first
+// stored is stored twice.
+func (p *Publisher) DuplicateWindow() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dupWindow
 }
 
 // notConnected says why the connection is not up: a TLS or authentication

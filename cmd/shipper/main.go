@@ -77,6 +77,7 @@ type settings struct {
 	TLSCert          string
 	TLSKey           string
 	StateDir         string
+	SaveInterval     time.Duration
 	FlushTimeout     time.Duration
 	BatchBytes       int
 	BatchWait        time.Duration
@@ -111,6 +112,7 @@ func (c *settings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "client certificate `FILE`")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "client key `FILE`")
 	fs.StringVar(&c.StateDir, "state-dir", "./shipper-state", "`DIR` where acknowledged offsets are kept")
+	fs.DurationVar(&c.SaveInterval, "save-interval", 50*time.Millisecond, "write acknowledged offsets to the state dir at most this often (each write is an fsync; after a crash what was acknowledged since is sent again, and dropped by the server as duplicates)")
 	fs.DurationVar(&c.FlushTimeout, "flush-timeout", 50*time.Millisecond, "emit a pending multi-line record after this long without a new line")
 	fs.IntVar(&c.BatchBytes, "batch-bytes", 768<<10, "close a batch at this many `BYTES` (capped below the server's max payload)")
 	fs.DurationVar(&c.BatchWait, "batch-wait", 25*time.Millisecond, "close a batch after this long")
@@ -149,7 +151,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		NATS: shipper.NATSOptions{URL: fc.NATS, User: fc.User, Password: fc.Password, Token: fc.Token, Creds: fc.Creds,
 			NKey: fc.NKey, TLSCA: fc.TLSCA, TLSCert: fc.TLSCert, TLSKey: fc.TLSKey},
 		Stream:   shipper.StreamOptions{MaxAge: fc.MaxAge, MaxBytes: fc.MaxBytes},
-		StateDir: fc.StateDir, FlushTimeout: fc.FlushTimeout, BatchBytes: fc.BatchBytes, BatchWait: fc.BatchWait,
+		StateDir: fc.StateDir, SaveInterval: fc.SaveInterval, FlushTimeout: fc.FlushTimeout, BatchBytes: fc.BatchBytes, BatchWait: fc.BatchWait,
 		MaxInFlight: fc.MaxInFlight, Compression: fc.Compression, Log: log, Metrics: shipper.NewMetrics(),
 	}
 	for _, a := range rest {
