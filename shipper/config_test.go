@@ -74,9 +74,10 @@ func TestConfigFileRejected(t *testing.T) {
 	tests := []struct {
 		name, content, want string
 	}{
-		{"unknown-key", "node: spark-1\nbatch_wait: 20ms\n", `:2:1: unknown field "batch_wait"`},
+		{"unknown-key", "node: spark-1\nbatch_wait: 20ms\n", `:2:1: unknown key "batch_wait"`},
 		{"malformed", "node: spark-1\npath: [a.log\n", `:2:7: sequence end token ']' not found`},
-		{"bad-duration", "batch-wait: 20\n", `:1:13: 20 is not a duration`},
+		// (not batch-wait: the command line gives it, and wins)
+		{"bad-duration", "stream-max-age: 20\n", `:1:17: 20 is not a duration`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,6 +39,7 @@ node: spark-1
 cluster: dgx
 nats: nats://head:4222,nats://head2:4222
 state-dir: /var/lib/faultline-shipper
+save-interval: 2s
 batch-wait: 40ms
 flush-timeout: 2s
 batch-bytes: 1048576
@@ -55,7 +56,7 @@ log-level: debug
 		Path: []string{"/var/log/ray/*.log", "/var/log/vllm.log"}, Container: []string{"node-*"},
 		DockerRoot: "/var/lib/docker", Cluster: "dgx", Node: "spark-1", NATS: "nats://head:4222,nats://head2:4222",
 		User: "ship", Password: "s3cret", TLSCA: "/etc/faultline/ca.pem", StateDir: "/var/lib/faultline-shipper",
-		FlushTimeout: 2 * time.Second, BatchBytes: 1 << 20, BatchWait: 40 * time.Millisecond,
+		SaveInterval: 2 * time.Second, FlushTimeout: 2 * time.Second, BatchBytes: 1 << 20, BatchWait: 40 * time.Millisecond,
 		MaxInFlight: 4, Compression: "zstd", LogLevel: "debug", MaxAge: 72 * time.Hour, MaxBytes: 1 << 30,
 	}
 	tests := []struct {
