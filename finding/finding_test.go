@@ -44,3 +44,45 @@ func TestOrderRootsFirst(t *testing.T) {
 		t.Errorf("Order = %v, want %v", ids, want)
 	}
 }
+
+func TestNodeTable(t *testing.T) {
+	f := Finding{Nodes: []string{"spark-1", "spark-2"}, NodeFacts: []NodeFact{
+		{Fact: "requested_node", Value: "192.168.200.12", SeenOn: []string{"spark-1"}, RecordID: "r1"},
+		{Fact: "registered_ip", Value: "10.1.230.180", Node: "spark-1", SeenOn: []string{"spark-1"}, RecordID: "r2"},
+		{Fact: "registered_ip", Value: "10.1.230.181", Node: "spark-2", SeenOn: []string{"spark-2", "spark-1"}, RecordID: "r3"},
+		{Fact: "gpu_total", Value: "2", SeenOn: []string{"spark-1"}, RecordID: "r4"},
+		{Fact: "tried_node_ip", Value: "192.168.200.12", Node: "spark-1", RecordID: "r5"},
+		{Fact: "tried_node_ip", Value: "192.168.200.13", Node: "spark-2", RecordID: "r6"},
+	}}
+	tb := f.NodeTable()
+	if want := []string{"requested_node", "registered_ip", "gpu_total", "tried_node_ip"}; !slices.Equal(tb.Columns, want) {
+		t.Fatalf("columns %v, want %v", tb.Columns, want)
+	}
+	got := map[string][]string{}
+	for _, r := range tb.Rows {
+		for i, c := range r.Cells {
+			for _, v := range c.Values {
+				got[r.Node] = append(got[r.Node], tb.Columns[i]+"="+v)
+			}
+		}
+	}
+	want := map[string][]string{
+		"spark-1": {"registered_ip=10.1.230.180", "tried_node_ip=192.168.200.12"},
+		"spark-2": {"registered_ip=10.1.230.181", "tried_node_ip=192.168.200.13"},
+		"":        {"requested_node=192.168.200.12", "gpu_total=2"},
+	}
+	if len(tb.Rows) != 3 || tb.Rows[2].Node != "" {
+		t.Fatalf("rows %+v: want spark-1, spark-2, then the values no node owns", tb.Rows)
+	}
+	for n, w := range want {
+		if !slices.Equal(got[n], w) {
+			t.Errorf("row %q: %v, want %v", n, got[n], w)
+		}
+	}
+	if c := tb.Rows[2].Cells[0]; !slices.Equal(c.SeenOn, []string{"spark-1"}) || !slices.Equal(c.Records, []string{"r1"}) {
+		t.Errorf("unowned cell %+v: want seen on spark-1, record r1", c)
+	}
+	if len((Finding{}).NodeTable().Rows) != 0 {
+		t.Error("a finding without node facts has rows")
+	}
+}

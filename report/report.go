@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/faultline/faultline/finding"
 )
@@ -33,16 +35,27 @@ func JSON(w io.Writer, findings []finding.Finding) error {
 	return nil
 }
 
+// TextOptions shape the terminal report.
+type TextOptions struct {
+	// Evidence is how many evidence lines a finding shows (0: DefaultEvidence,
+	// negative: all of them); the others are counted, with how to see them.
+	Evidence int
+}
+
+// DefaultEvidence is how many evidence lines a finding shows by default:
+// enough for one line per fact and node of the usual finding.
+const DefaultEvidence = 8
+
 // Text writes findings for a reader: active root causes grouped by
 // severity, each followed by the findings it explains, then the findings
 // that a later healthy launch resolved.
 func Text(w io.Writer, findings []finding.Finding) {
-	TextWithRoots(w, findings, nil)
+	TextWithRoots(w, findings, nil, TextOptions{})
 }
 
 // TextWithRoots is Text for a part of the findings (a live update): the
 // root causes of consequences that are not among them come from roots.
-func TextWithRoots(w io.Writer, findings []finding.Finding, roots map[string]finding.Finding) {
+func TextWithRoots(w io.Writer, findings []finding.Finding, roots map[string]finding.Finding, o TextOptions) {
 	byID := map[string]finding.Finding{}
 	for id, f := range roots {
 		byID[id] = f
@@ -60,12 +73,19 @@ func TextWithRoots(w io.Writer, findings []finding.Finding, roots map[string]fin
 			section = head
 			fmt.Fprintf(w, "\n== %s ==\n", head)
 		}
-		Block(w, f, byID[f.ExplainedBy])
+		BlockWith(w, f, byID[f.ExplainedBy], o)
 	}
 }
 
 // Block writes one finding. root is the finding it is a consequence of, if any.
 func Block(w io.Writer, f finding.Finding, root finding.Finding) {
+	BlockWith(w, f, root, TextOptions{})
+}
+
+// BlockWith writes one finding as an engineer reads it: what failed, the
+// fix, the facts per node it rests on, then the evidence in time order
+// (shortened, the failure point marked) and what was ruled out.
+func BlockWith(w io.Writer, f finding.Finding, root finding.Finding, o TextOptions) {
 	indent := ""
 	if f.ExplainedBy != "" {
 		indent = "    "
@@ -77,29 +97,152 @@ func Block(w io.Writer, f finding.Finding, root finding.Finding) {
 	fmt.Fprintf(w, "%s  cause %s · confidence %s · cluster %s · launch %d · nodes %s · id %s\n",
 		indent, f.Cause, f.Confidence, f.Cluster, f.Launch, strings.Join(f.Nodes, ", "), f.ID)
 	para(w, indent+"  ", "What happened", f.Summary)
-	if len(f.Evidence) > 0 {
-		fmt.Fprintf(w, "%s  Evidence:\n", indent)
-		for _, e := range f.Evidence {
-			first, more := firstLine(e.Text)
-			if more > 0 {
-				first += fmt.Sprintf("  (+%d lines)", more)
-			}
-			// A long line is wrapped, not cut: the value that proves the
-			// finding (an address, a node id) may be at its end.
-			parts := wrap(first, evidenceWidth)
-			fmt.Fprintf(w, "%s    %s:%s:%d  %s\n", indent, e.Node, e.File, e.Line, parts[0])
-			for _, p := range parts[1:] {
-				fmt.Fprintf(w, "%s        %s\n", indent, p)
-			}
-		}
-	}
+	para(w, indent+"  ", "Fix", f.Remediation)
+	nodeTable(w, indent+"  ", f.NodeTable())
+	evidence(w, indent+"  ", f, o)
 	if len(f.RuledOut) > 0 {
 		fmt.Fprintf(w, "%s  Ruled out:\n", indent)
 		for _, r := range f.RuledOut {
 			fmt.Fprintf(w, "%s    %s: %s\n", indent, r.Cause, r.Reason)
 		}
 	}
-	para(w, indent+"  ", "Fix", f.Remediation)
+}
+
+// FactLabel is how a fact's name reads in a table head: registered_ip is
+// "registered ip".
+func FactLabel(name string) string { return strings.ReplaceAll(name, "_", " ") }
+
+// OtherRow is the head of a table's row of values no node owns.
+const OtherRow = "(no one node)"
+
+// nodeTable writes the per-node table of the facts (finding.Table), one
+// column per fact, aligned; a value no node owns says whose logs state it.
+func nodeTable(w io.Writer, indent string, t finding.Table) {
+	if len(t.Rows) == 0 {
+		return
+	}
+	head := append([]string{"node"}, t.Columns...)
+	rows := [][]string{head}
+	for i := range head[1:] {
+		head[i+1] = FactLabel(head[i+1])
+	}
+	for _, r := range t.Rows {
+		name := r.Node
+		if name == "" {
+			name = OtherRow
+		}
+		line := []string{name}
+		for _, c := range r.Cells {
+			v := strings.Join(c.Values, ", ")
+			if v == "" {
+				v = "-"
+			} else if len(c.SeenOn) > 0 {
+				v += " (logs of " + strings.Join(c.SeenOn, ", ") + ")"
+			}
+			line = append(line, v)
+		}
+		rows = append(rows, line)
+	}
+	width := make([]int, len(head))
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	fmt.Fprintf(w, "%sPer node:\n", indent)
+	for _, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", width[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		fmt.Fprintf(w, "%s  %s\n", indent, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// ShownEvidence picks the evidence a short view shows, in time order: all
+// of it when it fits in n, else the first record of each fact on each node
+// (the lines that say who stated what), then the earliest others, up to n.
+// n < 0 is all of it.
+func ShownEvidence(evs []finding.Evidence, n int) []finding.Evidence {
+	if n < 0 || len(evs) <= n {
+		return evs
+	}
+	keep := make([]bool, len(evs))
+	seen := map[string]bool{}
+	k := 0
+	for i, e := range evs {
+		if key := e.Fact + "\x00" + e.Node; !seen[key] && k < n {
+			seen[key], keep[i] = true, true
+			k++
+		}
+	}
+	for i := range evs {
+		if k < n && !keep[i] {
+			keep[i] = true
+			k++
+		}
+	}
+	var out []finding.Evidence
+	for i, e := range evs {
+		if keep[i] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// FailurePoint is the index of the evidence that marks where the launch
+// failed: the last record at or before the time the finding was first
+// proven (the line that made the case), -1 when none is timed.
+func FailurePoint(evs []finding.Evidence, firstSeen time.Time) int {
+	at := -1
+	for i, e := range evs {
+		if !e.Time.IsZero() && !firstSeen.IsZero() && !e.Time.After(firstSeen) {
+			at = i
+		}
+	}
+	return at
+}
+
+func evidence(w io.Writer, indent string, f finding.Finding, o TextOptions) {
+	if len(f.Evidence) == 0 {
+		return
+	}
+	n := o.Evidence
+	if n == 0 {
+		n = DefaultEvidence
+	}
+	shown := ShownEvidence(f.Evidence, n)
+	fail := FailurePoint(shown, f.FirstSeen)
+	if len(shown) < len(f.Evidence) {
+		fmt.Fprintf(w, "%sEvidence, in time order (%d of %d lines; --evidence all shows every one):\n", indent, len(shown), len(f.Evidence))
+	} else {
+		fmt.Fprintf(w, "%sEvidence, in time order:\n", indent)
+	}
+	for i, e := range shown {
+		first, more := firstLine(e.Text)
+		if more > 0 {
+			first += fmt.Sprintf("  (+%d lines)", more)
+		}
+		mark := "  "
+		if i == fail {
+			mark = "✗ "
+			first += "   ← failed here"
+		}
+		when := "            "
+		if !e.Time.IsZero() {
+			when = e.Time.UTC().Format("15:04:05.000")
+		}
+		fmt.Fprintf(w, "%s%s%s  %s:%s:%d\n", indent, mark, when, e.Node, e.File, e.Line)
+		// A long line is wrapped, not cut: the value that proves the
+		// finding (an address, a node id) may be at its end.
+		for _, p := range wrap(first, evidenceWidth) {
+			fmt.Fprintf(w, "%s      %s\n", indent, p)
+		}
+	}
 }
 
 func para(w io.Writer, indent, title, text string) {

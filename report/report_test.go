@@ -28,7 +28,7 @@ func TestEvidenceWrapsNotCuts(t *testing.T) {
 	in := false
 	for _, l := range strings.Split(out, "\n") {
 		switch {
-		case strings.HasPrefix(l, "  Evidence:"):
+		case strings.HasPrefix(l, "  Evidence"):
 			in = true
 		case in && strings.HasPrefix(l, "    "):
 			evidence = append(evidence, l)

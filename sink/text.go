@@ -18,9 +18,11 @@ import (
 // saying what changed, so a live terminal shows each finding once however
 // many lines prove it.
 type Text struct {
-	w     io.Writer
-	mu    sync.Mutex
-	shown map[string]finding.Finding // last version written, by ID
+	// Options shape each finding's block (how much evidence it shows).
+	Options report.TextOptions
+	w       io.Writer
+	mu      sync.Mutex
+	shown   map[string]finding.Finding // last version written, by ID
 }
 
 // NewText writes to w; shown are findings already on the reader's screen
@@ -47,7 +49,7 @@ func (t *Text) Announce(_ context.Context, fs []finding.Finding) error {
 				roots[f.ExplainedBy] = t.shown[f.ExplainedBy]
 			}
 		}
-		report.TextWithRoots(t.w, fresh, roots)
+		report.TextWithRoots(t.w, fresh, roots, t.Options)
 		fresh = fresh[:0]
 	}
 	for _, f := range fs {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/faultline/faultline/internal/gctune"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
+	"github.com/faultline/faultline/report"
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/sink"
 )
@@ -42,7 +44,8 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			"4 a sink did not take the findings (the webhook failed after its retries).\n\nflags:")
 		fs.PrintDefaults()
 	}
-	asJSON := fs.Bool("json", false, "print one finding per line as JSON")
+	asJSON := fs.Bool("json", false, "print one finding per line as JSON, then a summary record {\"summary\": {files, lines, records, nodes, launches, outcomes, findings, active, resolved}}")
+	evidenceN := fs.String("evidence", strconv.Itoa(report.DefaultEvidence), "evidence lines shown per finding: `N`, or all")
 	failOn := fs.String("fail-on", "", "exit 3 when an active finding is at or above `SEVERITY` (critical, warning or info; any case)")
 	cluster := fs.String("cluster", rule.DefaultCluster, "cluster label `NAME` for the logs")
 	var rf ruleFlags
@@ -54,6 +57,14 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			return nil
 		}
 		return usageError("%v", err)
+	}
+	evidenceLines := -1
+	if *evidenceN != "all" {
+		n, err := strconv.Atoi(*evidenceN)
+		if err != nil || n <= 0 {
+			return usageError("--evidence %q: want a number above 0, or all", *evidenceN)
+		}
+		evidenceLines = n
 	}
 	*failOn = strings.ToLower(*failOn)
 	if *failOn != "" && finding.Severity(*failOn).Rank() == 0 {
@@ -86,6 +97,7 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	total := inputBytes(files)
 	prog := newProgress(stderr, total, total >= progressMinBytes) // the bar of ingest, on a terminal only
 	hosts := map[string]map[string]bool{}                         // node -> NCCL host names seen
+	spans := report.Spans{}
 	st, err := pipeline.ReplayFiles(ctx, files, pipeline.Options{
 		Cluster: *cluster,
 		Warn: func(err error) {
@@ -96,6 +108,7 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}, func(ev *parsers.Event) error {
 		engine.Observe(ev)
 		prog.observe(ev)
+		spans.Add(ev.Node, ev.Time)
 		if h := ev.Fields["host"]; h != "" {
 			seen := hosts[ev.Node]
 			if seen == nil {
@@ -137,21 +150,36 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	printRuleErrors(stderr, engine.Errors())
 	findings := engine.Findings()
+	sum := report.Summary{Files: st.Files, Lines: st.Lines, Records: st.Records, Nodes: spans.List()}
+	sum.Count(findings)
+	kept, seen := engine.Launches()
+	for _, n := range seen {
+		sum.Launches += n
+	}
+	for _, l := range kept {
+		sum.Outcomes = append(sum.Outcomes, report.Outcome{Cluster: l.Cluster, Launch: l.Num, LaunchID: l.ID, Start: l.Start, Outcome: l.Outcome})
+	}
 	// The same path as serve's: the findings go to sinks; the report on
 	// standard output is the first of them.
 	var out sink.Multi
 	if *asJSON {
 		out = append(out, sink.NewJSON(stdout, nil))
 	} else {
-		fmt.Fprintf(stdout, "Faultline diagnosis: %d files, %d lines, %d records — %d finding(s)\n",
-			st.Files, st.Lines, st.Records, len(findings))
-		if len(findings) == 0 {
-			fmt.Fprintln(stdout, "\nNo known cause found. Search the logs with `analyzer ingest` + `analyzer search`, or add a rule (docs/rules.md).")
-		}
-		out = append(out, sink.NewText(stdout, nil))
+		fmt.Fprintf(stdout, "Faultline diagnosis: %d files, %d lines, %d records, %d launch(es) — %d finding(s)\n",
+			st.Files, st.Lines, st.Records, sum.Launches, len(findings))
+		text := sink.NewText(stdout, nil)
+		text.Options.Evidence = evidenceLines
+		out = append(out, text)
 	}
 	out = append(out, extra...)
 	aerr := sink.NewChanges(nil, out).Announce(ctx, findings)
+	if *asJSON {
+		if err := report.SummaryJSON(stdout, sum); err != nil {
+			aerr = errors.Join(aerr, err)
+		}
+	} else {
+		report.Verdict(stdout, sum)
+	}
 	if err := closeExtra(); err != nil {
 		aerr = errors.Join(aerr, err)
 	}

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/finding"
+	"github.com/faultline/faultline/report"
 )
 
 const seed = "../../testdata/logs/seed"
@@ -31,7 +33,11 @@ func diagnoseJSON(t *testing.T, args ...string) []finding.Finding {
 		t.Fatalf("diagnose %v: exit %d\n%s", args, code, errs)
 	}
 	var fs []finding.Finding
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[len(lines)-1], `{"summary":`) {
+		t.Fatalf("diagnose --json does not end with its summary record: %q", lines[len(lines)-1])
+	}
+	for _, line := range lines[:len(lines)-1] {
 		if line == "" {
 			continue
 		}
@@ -154,7 +160,7 @@ func TestDiagnoseHumanOutput(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{
-		"== CRITICAL ==", "[CRITICAL] ray-node-ip-mismatch", "Evidence:", "Ruled out:", "Fix:",
+		"== CRITICAL ==", "[CRITICAL] ray-node-ip-mismatch", "Evidence, in time order", "Ruled out:", "Fix:",
 		"spark-2:" + seed + "/failed/spark-2/vllm-qwen35-json.log:",
 		"gpu-not-visible:",
 	} {
@@ -339,5 +345,111 @@ func TestDiagnoseHintsNodeNames(t *testing.T) {
 	// Named nodes get no hint.
 	if _, errs, _ := diagnose(t, "a="+filepath.Join(dir, "gpu-a.log"), "b="+filepath.Join(dir, "gpu-b.log")); strings.Contains(errs, "hint:") {
 		t.Errorf("hint with named nodes: %s", errs)
+	}
+}
+
+// TestDiagnoseJSONEndsWithASummary: --json ends with one summary record,
+// found nothing or not, so that "ran, found nothing" reads apart from "did
+// not run" (with no finding it printed nothing at all).
+func TestDiagnoseJSONEndsWithASummary(t *testing.T) {
+	for _, c := range []struct {
+		dir                               string
+		files, findings, active, launches int
+		outcome                           string
+	}{
+		{"failed", 7, 1, 1, 1, "failed"},
+		{"fixed", 7, 0, 0, 1, "ready"},
+		{"both", 12, 1, 0, 2, "ready"},
+	} {
+		out, _, code := diagnose(t, "--json", seed+"/"+c.dir)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var last struct {
+			Summary *report.Summary `json:"summary"`
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Summary == nil || code != 0 {
+			t.Fatalf("%s: exit %d, last line %q (%v)", c.dir, code, lines[len(lines)-1], err)
+		}
+		s := last.Summary
+		if s.Files != c.files || s.Lines == 0 || s.Records == 0 || len(s.Nodes) != 2 || s.Findings != c.findings ||
+			s.Active != c.active || s.Launches != c.launches || len(lines) != c.findings+1 {
+			t.Errorf("%s: summary %+v after %d lines", c.dir, *s, len(lines))
+		}
+		if n := len(s.Outcomes); n == 0 || s.Outcomes[n-1].Outcome != c.outcome {
+			t.Errorf("%s: outcomes %+v, want the last %s", c.dir, s.Outcomes, c.outcome)
+		}
+	}
+}
+
+// TestDiagnoseReportReadsFixFirst: the report says what failed and the fix
+// before the evidence (the fix was at line 36 of 43), then the facts per
+// node, then a shortened evidence list that says how to see all of it,
+// with the failure point marked.
+func TestDiagnoseReportReadsFixFirst(t *testing.T) {
+	out, _, code := diagnose(t, seed+"/failed")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	lines := strings.Split(out, "\n")
+	at := func(prefix string) int {
+		for i, l := range lines {
+			if strings.HasPrefix(strings.TrimSpace(l), prefix) {
+				return i
+			}
+		}
+		t.Fatalf("no line %q:\n%s", prefix, out)
+		return -1
+	}
+	what, fix, table, ev, ruled := at("What happened:"), at("Fix:"), at("Per node:"), at("Evidence"), at("Ruled out:")
+	if !(what < fix && fix < table && table < ev && ev < ruled) || fix > 10 {
+		t.Errorf("sections at lines what %d, fix %d, per node %d, evidence %d, ruled out %d: want that order, the fix within 10 lines", what, fix, table, ev, ruled)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^\s+node\s+requested node\s+registered ip\s+gpu total\s+tried node ip$`),
+		regexp.MustCompile(`(?m)^\s+spark-1\s+-\s+10\.1\.230\.180\s+-\s+192\.168\.200\.12$`),
+		regexp.MustCompile(`(?m)^\s+spark-2\s+-\s+10\.1\.230\.181\s+-\s+192\.168\.200\.13$`),
+		regexp.MustCompile(`Evidence, in time order \(8 of 14 lines; --evidence all shows every one\)`),
+		regexp.MustCompile(`(?m)^\s+✗ 22:41:47\.932\s+spark-1:\S+/monitor\.log:18$`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("report lacks %s:\n%s", want, out)
+		}
+	}
+	all, _, _ := diagnose(t, "--evidence", "all", seed+"/failed")
+	if strings.Count(all, seed+"/failed/") != 14 || !strings.Contains(all, "Evidence, in time order:") {
+		t.Errorf("--evidence all shows %d evidence lines, want 14", strings.Count(all, seed+"/failed/"))
+	}
+	if _, errs, code := diagnose(t, "--evidence", "0", seed+"/failed"); code != 1 || !strings.Contains(errs, "--evidence") {
+		t.Errorf("--evidence 0: exit %d %q", code, errs)
+	}
+}
+
+// TestDiagnoseFixOption2SaysWhatDiffers: the seed's second option does
+// not read like the ray start --node-ip-address already tried: it starts
+// with what differs from it.
+func TestDiagnoseFixOption2SaysWhatDiffers(t *testing.T) {
+	f := active(diagnoseJSON(t, seed+"/failed"), finding.Critical)[0]
+	var opt2 string
+	for _, l := range strings.Split(f.Remediation, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "- or ") {
+			opt2 = l
+		}
+	}
+	differs := strings.Index(opt2, "more than the --node-ip-address already tried")
+	if differs < 0 || differs > strings.Index(opt2, "ray stop --force") || strings.Index(opt2, "ray stop --force") > strings.Index(opt2, "ray start") {
+		t.Errorf("option 2 does not start with what differs from what was tried:\n%s", opt2)
+	}
+}
+
+// TestDiagnoseHealthyLaunchSaysItCameUp: a launch that came up says so,
+// with when and on which nodes ("No known cause found" read as an
+// unexplained failure).
+func TestDiagnoseHealthyLaunchSaysItCameUp(t *testing.T) {
+	out, _, code := diagnose(t, seed+"/fixed")
+	if code != 0 || strings.Contains(out, "No known cause") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	want := regexp.MustCompile(`Launch 1 of cluster default came up healthy \(started 2026-04-08 23:37:\d\d UTC\): its API server started; nodes spark-1, spark-2\.`)
+	if !want.MatchString(out) || !strings.Contains(out, "Logs read: spark-1 2026-04-08 23:37:") {
+		t.Errorf("report lacks %s:\n%s", want, out)
 	}
 }

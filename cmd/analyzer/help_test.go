@@ -11,7 +11,7 @@ import (
 // text), gives each default once and says what the exit status means.
 func TestHelp(t *testing.T) {
 	for _, cmd := range []string{"serve", "ui", "ingest", "search"} {
-		_, help, code := runCmd(t, cmd, "--help")
+		help, _, code := runCmd(t, cmd, "--help")
 		if code != 0 {
 			t.Errorf("%s --help: exit %d", cmd, code)
 		}
@@ -26,5 +26,24 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(help, "Exit status:") {
 			t.Errorf("%s --help does not explain the exit status", cmd)
 		}
+	}
+}
+
+// TestHelpOnStdout: every command's --help (and analyzer's own) is on
+// standard output, nothing on stderr: `analyzer diagnose --help | less`
+// showed nothing. Without a command, the usage is an error: stderr, exit 1.
+func TestHelpOnStdout(t *testing.T) {
+	cases := [][]string{{"--help"}, {"help"}, {"rules", "lint", "--help"}, {"config", "check", "--help"}}
+	for _, c := range commands(nil) {
+		cases = append(cases, []string{c.name, "--help"}, []string{c.name, "-h"})
+	}
+	for _, args := range cases {
+		out, errs, code := runCmd(t, args...)
+		if code != 0 || !strings.Contains(out, "usage: analyzer") || errs != "" {
+			t.Errorf("%v: exit %d, stdout %d bytes, stderr %q", args, code, len(out), errs)
+		}
+	}
+	if out, errs, code := runCmd(t); code != 1 || out != "" || !strings.Contains(errs, "usage: analyzer") {
+		t.Errorf("no command: exit %d, stdout %q, stderr %d bytes", code, out, len(errs))
 	}
 }

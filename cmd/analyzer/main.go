@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	"github.com/faultline/faultline/internal/helpflag"
 	"github.com/faultline/faultline/internal/version"
 )
 
@@ -89,11 +90,12 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 1
-		}
+		return 1
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "version" {
@@ -103,6 +105,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	for _, c := range commands(stdin) {
 		if c.name != args[0] {
 			continue
+		}
+		if helpflag.Asked(args[1:]) {
+			stderr = stdout // the usage is what was asked for: on stdout, for | less
 		}
 		err := c.run(ctx, args[1:], stdout, stderr)
 		if err == nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 	"regexp"
@@ -28,5 +29,17 @@ func TestHelp(t *testing.T) {
 	}
 	if !strings.Contains(help, "Exit status:") {
 		t.Errorf("--help does not explain the exit status:\n%s", help)
+	}
+}
+
+// TestHelpOnStdout: --help is what was asked for, on standard output
+// (shipper --help | less showed nothing), with nothing on stderr.
+func TestHelpOnStdout(t *testing.T) {
+	var out, errb strings.Builder
+	if err := run(context.Background(), []string{"--help"}, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "usage: shipper") || errb.Len() != 0 {
+		t.Errorf("--help: stdout %d bytes, stderr %q", out.Len(), errb.String())
 	}
 }

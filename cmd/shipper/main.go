@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/faultline/faultline/internal/config"
+	"github.com/faultline/faultline/internal/helpflag"
 	"github.com/faultline/faultline/internal/secrets"
 	"github.com/faultline/faultline/internal/version"
 	"github.com/faultline/faultline/shipper"
@@ -126,6 +127,9 @@ func (c *settings) RegisterFlags(fs *pflag.FlagSet) {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if helpflag.Asked(args) {
+		stderr = stdout // the usage is what was asked for: on stdout, for | less
+	}
 	fc, rest, err := parseArgs(args, stdout, stderr)
 	if errors.Is(err, pflag.ErrHelp) || errors.Is(err, errPrintConfig) {
 		return nil
