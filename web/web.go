@@ -33,6 +33,7 @@ import (
 	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/report"
 )
 
 //go:embed ui
@@ -442,10 +443,40 @@ func (s *server) context(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) findings(w http.ResponseWriter, r *http.Request) {
 	fs := s.cfg.Findings()
-	if fs == nil {
-		fs = []finding.Finding{}
+	views := make([]findingView, len(fs))
+	for i, f := range fs {
+		views[i] = viewOf(f)
 	}
-	writeJSON(w, fs)
+	writeJSON(w, views)
+}
+
+// findingView is a finding as the UI draws it: the finding (its schema
+// unchanged, so a client that decodes a finding.Finding reads it) with
+// what the terminal report computes for it, computed by the same code: the
+// per-node table, the evidence the short view shows and where it failed.
+type findingView struct {
+	finding.Finding
+	Table finding.Table `json:"table"`
+	// EvidenceShown are the indexes into Evidence of the lines the short
+	// view shows (report.ShownEvidence); FailurePoint the index of the
+	// evidence where the launch failed, -1 if none.
+	EvidenceShown []int `json:"evidence_shown"`
+	FailurePoint  int   `json:"failure_point"`
+}
+
+func viewOf(f finding.Finding) findingView {
+	v := findingView{Finding: f, Table: f.NodeTable(), EvidenceShown: []int{}, FailurePoint: report.FailurePoint(f.Evidence, f.FirstSeen)}
+	if v.Table.Columns == nil {
+		v.Table = finding.Table{Columns: []string{}, Rows: []finding.TableRow{}}
+	}
+	shown := report.ShownEvidence(f.Evidence, report.DefaultEvidence)
+	for i, j := 0, 0; i < len(f.Evidence) && j < len(shown); i++ {
+		if f.Evidence[i].RecordID == shown[j].RecordID && f.Evidence[i].Line == shown[j].Line {
+			v.EvidenceShown = append(v.EvidenceShown, i)
+			j++
+		}
+	}
+	return v
 }
 
 func (s *server) syntax(w http.ResponseWriter, r *http.Request) {
@@ -540,9 +571,10 @@ func BuildTimeline(ctx context.Context, x index.Searcher, q index.Query) (Timeli
 	return tl, nil
 }
 
-// stream sends live events ("event: log", data: an index.Hit) and
-// findings ("event: finding", data: a finding.Finding) as Server-Sent
-// Events, with a comment every 15s to keep proxies from closing it.
+// stream sends live events ("event: log", data: an index.Hit; not with
+// logs=0) and findings ("event: finding", data: a finding.Finding with the
+// view's fields, see findingView) as Server-Sent Events, with a comment
+// every 15s to keep proxies from closing it.
 func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -562,7 +594,9 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var evs <-chan *parsers.Event
 	var fds <-chan finding.Finding
-	if s.cfg.LiveEvents != nil {
+	// logs=0: findings only (the UI's findings panel, always on; the raw
+	// lines only while "Live" is ticked).
+	if s.cfg.LiveEvents != nil && r.URL.Query().Get("logs") != "0" {
 		evs = s.cfg.LiveEvents.Subscribe(ctx)
 	}
 	if s.cfg.LiveFindings != nil {
@@ -591,7 +625,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case f := <-fds:
-			if !send("finding", f) {
+			if !send("finding", viewOf(f)) {
 				return
 			}
 		case <-ping.C:

@@ -10,7 +10,7 @@ const state = {
   // cursor of each page seen, for the previous button.
   after: '', cursors: {},
   filters: { node: [], container: [], source: [], level: [] },
-  findings: [], live: null,
+  findings: [], live: false, stream: null,
 };
 
 function el(tag, attrs, ...children) {
@@ -70,7 +70,11 @@ async function api(path, params) {
     location.assign('/login?next=' + encodeURIComponent(location.pathname + location.search));
   }
   const body = await r.json().catch(() => ({ error: r.statusText }));
-  if (!r.ok) throw new Error(body.error || r.statusText);
+  if (!r.ok) {
+    const err = new Error(body.error || r.statusText);
+    err.body = body;
+    throw err;
+  }
   return body;
 }
 
@@ -129,27 +133,120 @@ async function search(fromHistory) {
       ...(state.after ? { after: state.after } : { from: state.from }),
     });
     state.cursors[state.from + state.size] = res.next || '';
+    renderHint(res.hint);
     renderResults(res);
     renderFacets(res.facets || {});
-    renderHistogram(res.histogram || []);
+    renderHistogram(res.total ? res.histogram || [] : []);
     renderActiveFilters();
+    renderEmpty(res.total === 0);
     const ms = (res.took_ns / 1e6).toFixed(1);
-    setStatus(`${res.total} hits · ${ms} ms` + (res.errors ? ' · partial: ' + res.errors.join('; ') : ''));
+    setStatus(`${res.total} hits · ${ms} ms` + (res.errors ? ' · partial: ' + res.errors.join('; ') : '') +
+      (res.partial ? ' · partial: ' + res.partial.join('; ') : ''));
     $('prev').disabled = state.from === 0;
     $('next').disabled = !res.next;
   } catch (e) {
-    setStatus('Search failed: ' + e.message, true);
+    queryFailed(e);
   }
   loadTimeline();
 }
 
+// queryFailed shows why a search failed; a query the language cannot read
+// says where, and the cursor is put there.
+function queryFailed(e) {
+  const b = e.body || {};
+  renderHint(b.hint);
+  state.lastHits = [];
+  $('results').replaceChildren();
+  $('columns').replaceChildren();
+  renderHistogram([]);
+  renderEmpty(false);
+  if (b.position) {
+    const q = $('q');
+    q.classList.add('bad');
+    q.focus();
+    // position is a 1-based column in characters; the input counts UTF-16 units.
+    const at = [...q.value].slice(0, b.position - 1).join('').length;
+    q.setSelectionRange(at, at + 1);
+    setStatus(`Query error at column ${b.position}: ${e.message.replace(/^query: column \d+: /, '')}`, true);
+    return;
+  }
+  setStatus('Search failed: ' + e.message, true);
+}
+
+// renderHint offers the query in Faultline's words when it was written in
+// another language (LogQL), with a button that runs it.
+function renderHint(hint) {
+  const box = $('query-hint');
+  if (!hint) { box.hidden = true; box.replaceChildren(); return; }
+  const run = el('button', {
+    type: 'button', class: 'run-hint',
+    onclick: () => { $('q').value = hint.equivalent; readForm(); search(); },
+  }, 'Search this instead');
+  box.replaceChildren(
+    el('span', {}, `This looks like ${hint.language}. In Faultline's syntax: `),
+    el('code', { class: 'equivalent' }, hint.equivalent || '(nothing to carry over)'), ' ',
+    hint.equivalent ? run : null,
+    ...(hint.notes || []).map((n) => el('div', { class: 'hint' }, n)));
+  box.hidden = false;
+}
+
+// renderEmpty says why there is nothing to show, instead of a bare axis.
+function renderEmpty(empty) {
+  const p = $('empty');
+  p.hidden = !empty;
+  if (!empty) return;
+  const what = state.q ? `“${state.q}”` : 'this search';
+  const filters = facetFields.flatMap((f) => state.filters[f].map((v) => `${f}:${v}`));
+  const range = state.since || state.until ? ` between ${state.since || 'the start'} and ${state.until || 'now'}` : '';
+  p.textContent = `No events match ${what}${filters.length ? ' with ' + filters.join(', ') : ''}${range}. ` +
+    'Terms match whole tokens or their parts as typed; try fewer terms, a wildcard (ray*), or remove a filter.';
+}
+
+// messageLines renders a record's message one line per span, each with
+// the highlights that fall in it; a multi-line record (a traceback, a ray
+// status block) is collapsed to its first line and the lines that hold a
+// match, with a button to show all of it.
+function messageLines(message, ranges) {
+  const msg = el('span', { class: 'msg' });
+  const bytes = new TextEncoder().encode(message);
+  const dec = new TextDecoder();
+  const lines = [];
+  let start = 0;
+  for (let i = 0; i <= bytes.length; i++) {
+    if (i === bytes.length || bytes[i] === 10) { lines.push([start, i]); start = i + 1; }
+  }
+  let hidden = 0;
+  lines.forEach(([a, b], n) => {
+    if (n > 0) msg.append('\n');
+    const inLine = (ranges || []).filter(([s, e]) => s >= a && e <= b).map(([s, e]) => [s - a, e - a]);
+    const text = dec.decode(bytes.subarray(a, b));
+    const ln = highlighted(text, inLine);
+    ln.className = 'ln';
+    if (n > 0 && inLine.length === 0) { ln.classList.add('more'); hidden++; }
+    msg.append(ln);
+  });
+  if (lines.length === 1) return msg;
+  const rec = el('span', { class: 'record collapsed' }, msg);
+  const toggle = el('button', {
+    type: 'button', class: 'expand', title: 'Show the whole record',
+    onclick: (e) => {
+      e.stopPropagation();
+      const open = rec.classList.toggle('collapsed');
+      toggle.textContent = open ? `+${hidden} lines` : 'collapse';
+    },
+  }, `+${hidden} lines`);
+  if (hidden === 0) return msg;
+  rec.append(toggle);
+  return rec;
+}
+
 function hitRow(h) {
   return el('li', { class: `hit lvl-${h.level || 'none'}`, dataset: { id: h.id, node: h.node }, onclick: () => openContext(h.id) },
-    el('span', { class: 'time' }, fmtTime(h.time)),
+    el('span', { class: 'time', title: h.time || 'no time' }, fmtTime(h.time) || '—'),
     el('span', { class: 'node' }, h.node),
     el('span', { class: 'level' }, h.level || ''),
     el('span', { class: 'source' }, h.source || ''),
-    highlighted(h.message, h.highlights));
+    messageLines(h.message, h.highlights));
 }
 
 function renderResults(res) {
@@ -211,6 +308,9 @@ function renderActiveFilters() {
 }
 
 function renderHistogram(buckets) {
+  $('histogram').hidden = buckets.length === 0;
+  const axis = $('histogram-axis');
+  axis.replaceChildren(...(buckets.length ? [buckets[0].start, buckets[buckets.length - 1].end].map((t) => el('span', {}, fmtTime(t))) : []));
   const maxCount = Math.max(1, ...buckets.map((b) => b.count));
   $('histogram').replaceChildren(...buckets.map((b) => {
     const bar = el('button', {
@@ -248,28 +348,156 @@ async function loadFindings() {
   renderFindings();
 }
 
-function renderFindings() {
-  const fs = state.findings;
-  $('findings-count').textContent = fs.length ? `(${fs.length})` : '(none)';
-  $('findings').replaceChildren(...fs.map((f, i) => {
-    const ev = (f.evidence || []).map((e) => el('li', {},
+// upsertFinding takes a finding from the live stream: a new one is added,
+// a new version of one shown replaces it, kept in the store's order (root
+// causes first, as /api/findings gives them) by reloading when new.
+function upsertFinding(f) {
+  const i = state.findings.findIndex((x) => x.id === f.id);
+  if (i < 0) { loadFindings().then(loadTimeline); return; }
+  if ((state.findings[i].revision || 0) > (f.revision || 0)) return;
+  state.findings[i] = f;
+  renderFindings();
+  loadTimeline();
+}
+
+const factLabel = (name) => name.replace(/_/g, ' ');
+
+// prose renders a rule's text with its `commands` as code (as text nodes:
+// a rule's text is data, never markup).
+function prose(tag, cls, text) {
+  const p = el(tag, { class: cls });
+  (text || '').split('`').forEach((part, i) => p.append(i % 2 ? el('code', {}, part) : document.createTextNode(part)));
+  return p;
+}
+const clock = (t) => fmtTime(t).slice(11); // HH:MM:SS.mmm
+const recordLink = (id, text, cls) => el('a', {
+  href: '#', class: cls || 'record-link', dataset: { id },
+  onclick: (event) => { event.preventDefault(); event.stopPropagation(); openContext(id); },
+}, text);
+
+// nodeTable draws the facts the cause rests on, one row per node (what
+// each node asked for, registered and was started with): the table an
+// engineer builds by hand with docker exec and ray.nodes().
+function nodeTable(t) {
+  if (!t || !t.rows || t.rows.length === 0) return null;
+  const head = el('tr', {}, el('th', {}, 'node'), ...t.columns.map((c) => el('th', {}, factLabel(c))));
+  const rows = t.rows.map((r) => el('tr', { dataset: { node: r.node } },
+    el('th', { scope: 'row' }, r.node || '(no one node)'),
+    ...r.cells.map((c, i) => el('td', { dataset: { label: factLabel(t.columns[i]), fact: t.columns[i] } },
+      ...(c.values || []).flatMap((v, j) => [j ? ', ' : null, recordLink((c.records || [])[j], v, 'fact-value')]),
+      c.values && c.values.length ? null : el('span', { class: 'none' }, '—'),
+      c.seen_on && c.seen_on.length ? el('span', { class: 'seen-on' }, ` logs of ${c.seen_on.join(', ')}`) : null))));
+  return el('div', { class: 'table-wrap' }, el('table', { class: 'node-table' }, el('thead', {}, head), el('tbody', {}, ...rows)));
+}
+
+// launchTimeline draws the finding's evidence per node on one time axis,
+// with the failure point marked: what each node did, and when it broke.
+function launchTimeline(f) {
+  const evs = (f.evidence || []).filter((e) => e.time);
+  if (evs.length === 0) return null;
+  const fail = f.failure_point >= 0 ? f.evidence[f.failure_point] : null;
+  const times = evs.map((e) => Date.parse(e.time));
+  let t0 = Math.min(...times), t1 = Math.max(...times);
+  const pad = Math.max(1000, (t1 - t0) * 0.04);
+  t0 -= pad; t1 += pad;
+  const pct = (t) => `${(100 * (Date.parse(t) - t0)) / (t1 - t0)}%`;
+  const nodes = [...new Set([...(f.nodes || []), ...evs.map((e) => e.node)])];
+  const lanes = nodes.map((n) => {
+    const track = el('div', { class: 'ft-track' });
+    for (const e of evs.filter((x) => x.node === n)) {
+      const isFail = fail && e.record_id === fail.record_id && e.line === fail.line;
+      const dot = el('button', {
+        type: 'button', class: 'ft-dot' + (isFail ? ' ft-fail-dot' : ''), dataset: { id: e.record_id, fact: e.fact || '' },
+        title: `${clock(e.time)} ${e.node} ${e.fact ? '(' + factLabel(e.fact) + ') ' : ''}${e.text}`,
+        onclick: () => openContext(e.record_id),
+      });
+      dot.style.left = pct(e.time);
+      track.append(dot);
+    }
+    return el('div', { class: 'ft-lane', dataset: { node: n } }, el('span', { class: 'ft-name' }, n), track);
+  });
+  const marks = [];
+  if (fail) {
+    const line = el('div', { class: 'ft-failure', title: `Failed here: ${fail.text}` }, el('span', {}, `✗ failed ${clock(fail.time)}`));
+    line.style.left = pct(fail.time);
+    marks.push(line);
+  }
+  const axis = el('div', { class: 'ft-axis' },
+    el('span', {}, clock(new Date(t0).toISOString())), el('span', {}, clock(new Date(t1).toISOString())));
+  return el('div', { class: 'finding-timeline' }, el('div', { class: 'ft-body' }, ...lanes, el('div', { class: 'ft-marks' }, ...marks)), axis);
+}
+
+function evidenceItem(f, e, i) {
+  const isFail = i === f.failure_point;
+  const first = (e.text || '').split('\n');
+  return el('li', { class: isFail ? 'failure' : null, dataset: { index: i } },
+    el('span', { class: 'ev-time' }, e.time ? clock(e.time) : '—'),
+    el('span', { class: 'ev-node' }, e.node),
+    el('span', { class: 'ev-body' },
       el('a', {
         href: '#', class: 'evidence-link', dataset: { id: e.record_id },
         onclick: (event) => { event.preventDefault(); openContext(e.record_id); },
-      }, `${e.node} ${e.file}:${e.line} ${fmtTime(e.time)}  `, e.text),
-      e.fact ? el('span', { class: 'hint' }, ` (${e.fact})`) : null));
-    const ruled = (f.ruled_out || []).map((r) => el('li', {}, el('b', {}, r.cause), ': ', r.reason));
-    const det = el('details', {
-      class: `finding sev-${f.severity} ${f.status === 'resolved' ? 'resolved' : ''}`,
-      dataset: { id: f.id, cause: f.cause }, open: i === 0 && !f.explained_by ? '' : null,
+      }, first[0], first.length > 1 ? ` (+${first.length - 1} lines)` : ''),
+      el('span', { class: 'ev-where' }, `${e.file}:${e.line}`, e.fact ? ` · ${factLabel(e.fact)}` : '', isFail ? ' · ✗ failed here' : '')));
+}
+
+function evidenceList(f) {
+  const all = f.evidence || [];
+  if (all.length === 0) return null;
+  const shown = f.evidence_shown && f.evidence_shown.length ? f.evidence_shown : all.map((_, i) => i);
+  const list = el('ol', { class: 'evidence' }, ...shown.map((i) => evidenceItem(f, all[i], i)));
+  if (shown.length >= all.length) return [el('h3', {}, 'Evidence, in time order'), list];
+  const more = el('button', {
+    type: 'button', class: 'show-all',
+    onclick: () => {
+      const full = list.classList.toggle('full');
+      list.replaceChildren(...(full ? all.map((e, i) => evidenceItem(f, e, i)) : shown.map((i) => evidenceItem(f, all[i], i))));
+      more.textContent = full ? `Show ${shown.length}` : `Show all ${all.length}`;
     },
-    el('summary', {}, el('span', { class: 'sev' }, f.severity), f.title || f.cause,
-      el('span', { class: 'hint' }, `  ${f.cause} · ${(f.nodes || []).join(', ')}${f.explained_by ? ' · consequence of ' + f.explained_by : ''}${f.status === 'resolved' ? ' · resolved' : ''}`)),
-    el('p', { class: 'summary' }, f.summary),
-    el('h3', {}, 'Remediation'), el('p', { class: 'remediation' }, f.remediation),
-    ruled.length ? el('h3', {}, 'Ruled out') : null, ruled.length ? el('ul', { class: 'ruled-out' }, ...ruled) : null,
-    el('h3', {}, 'Evidence'), el('ul', { class: 'evidence' }, ...ev));
-    return det;
+  }, `Show all ${all.length}`);
+  return [el('h3', {}, `Evidence, in time order `, el('span', { class: 'hint' }, `${shown.length} of ${all.length} lines `), more), list];
+}
+
+function findingCard(f, i) {
+  const resolved = f.status === 'resolved';
+  const meta = [f.cause, `confidence ${f.confidence}`, `launch ${f.launch}`, (f.nodes || []).join(', ')];
+  if (f.first_seen) meta.push(`failed ${fmtTime(f.first_seen)}`);
+  if (f.explained_by) meta.push('consequence of ' + ((state.findings.find((x) => x.id === f.explained_by) || {}).rule || f.explained_by));
+  if (f.status && f.status !== 'active') meta.push(f.status);
+  const ruled = (f.ruled_out || []).map((r) => el('li', {}, el('b', {}, r.cause), ': ', prose('span', 'reason', r.reason)));
+  return el('details', {
+    class: `finding sev-${f.severity}${resolved ? ' resolved' : ''}${f.explained_by ? ' consequence' : ''}`,
+    dataset: { id: f.id, cause: f.cause }, open: i === 0 && !f.explained_by ? '' : null,
+  },
+  el('summary', {},
+    el('span', { class: 'sev' }, f.severity),
+    el('span', { class: 'title' }, f.title || f.cause),
+    el('span', { class: 'meta' }, meta.filter(Boolean).join(' · '))),
+  el('div', { class: 'finding-body' },
+    prose('p', 'summary', f.summary),
+    el('div', { class: 'fix' }, el('h3', {}, 'Fix'), prose('p', 'remediation', f.remediation)),
+    f.table && f.table.rows && f.table.rows.length ? el('h3', {}, 'Per node') : null,
+    nodeTable(f.table),
+    el('h3', {}, 'Launch timeline ', el('span', { class: 'hint' }, 'evidence per node · ✗ where it failed')),
+    launchTimeline(f),
+    ...(evidenceList(f) || []),
+    ruled.length ? el('h3', {}, 'Ruled out') : null, ruled.length ? el('ul', { class: 'ruled-out' }, ...ruled) : null));
+}
+
+function renderFindings() {
+  const fs = state.findings;
+  $('findings-count').textContent = fs.length ? `(${fs.length})` : '(none)';
+  // Keep open what the reader opened across a live update.
+  const open = new Set([...document.querySelectorAll('#findings details.finding')].filter((d) => d.open).map((d) => d.dataset.id));
+  const fresh = document.querySelectorAll('#findings details.finding').length === 0;
+  if (fs.length === 0) {
+    $('findings').replaceChildren(el('p', { class: 'hint' }, 'No rule has found a failure in these logs. Findings appear here as soon as one is proven.'));
+    return;
+  }
+  $('findings').replaceChildren(...fs.map((f, i) => {
+    const card = findingCard(f, i);
+    if (!fresh) card.open = open.has(f.id) || (i === 0 && !f.explained_by && open.size === 0);
+    return card;
   }));
 }
 
@@ -312,6 +540,14 @@ async function loadTimeline() {
         track.append(m);
       }
     }
+    // Where each active finding's launch failed, on the node that said so.
+    for (const f of state.findings) {
+      const e = f.status === 'active' && f.failure_point >= 0 ? f.evidence[f.failure_point] : null;
+      if (!e || e.node !== lane.node || !inRange(e.time)) continue;
+      const m = el('div', { class: 'lane-failure', title: `${f.title}: failed here, ${fmtTime(e.time)}` });
+      m.style.left = pct(e.time);
+      track.append(m);
+    }
     return el('div', { class: 'lane', dataset: { node: lane.node } }, el('span', { class: 'lane-name' }, lane.node), track);
   });
   // Five ticks from start to end, as times to the millisecond.
@@ -320,14 +556,21 @@ async function loadTimeline() {
   $('timeline').replaceChildren(...lanes, axis);
 }
 
-function setLive(on) {
-  if (state.live) { state.live.close(); state.live = null; }
-  $('live-list').hidden = !on;
-  if (!on) return;
+// The stream is always open for findings: the panel shows a new finding
+// as soon as it is proven, whether or not "Live lines" is ticked (it showed
+// none until a reload). Ticking it reopens the stream with the log lines.
+function openStream() {
+  if (state.stream) state.stream.close();
+  const es = new EventSource('api/stream' + (state.live ? '' : '?logs=0'));
   const list = $('live-list');
-  list.replaceChildren(el('div', { class: 'hint' }, 'Following new events…'));
-  const es = new EventSource('api/stream');
+  es.addEventListener('open', () => {
+    $('findings-live').hidden = false;
+    // Whatever was proven while the stream was down.
+    loadFindings().then(loadTimeline);
+  });
+  es.addEventListener('error', () => { $('findings-live').hidden = true; });
   es.addEventListener('log', (m) => {
+    if (!state.live) return;
     const h = JSON.parse(m.data);
     for (const f of facetFields) {
       if (state.filters[f].length && !state.filters[f].includes(h[f])) return;
@@ -335,11 +578,19 @@ function setLive(on) {
     list.prepend(hitRow(h));
     while (list.childElementCount > 300) list.lastElementChild.remove();
   });
-  es.addEventListener('finding', () => loadFindings().then(loadTimeline));
-  state.live = es;
+  es.addEventListener('finding', (m) => upsertFinding(JSON.parse(m.data)));
+  state.stream = es;
+}
+
+function setLive(on) {
+  state.live = on;
+  $('live-list').hidden = !on;
+  if (on) $('live-list').replaceChildren(el('div', { class: 'hint' }, 'Following new log lines…'));
+  openStream();
 }
 
 function readForm() {
+  $('q').classList.remove('bad');
   state.q = $('q').value.trim();
   state.since = $('since').value.trim();
   state.until = $('until').value.trim();
@@ -366,6 +617,7 @@ function init() {
   window.addEventListener('popstate', () => { fromURL(); search(true); });
   fromURL();
   loadFindings().then(() => search(true));
+  openStream();
 }
 
 document.addEventListener('DOMContentLoaded', init);
