@@ -238,7 +238,7 @@ func TestBrowserRecords(t *testing.T) {
 	visible := func() int {
 		return run(t, ctx, chromedp.Evaluate[int](`[...`+rec+`.querySelectorAll('.ln')].filter(l => l.offsetParent !== null).length`))
 	}
-	total := run(t, ctx, chromedp.Evaluate[int](rec + `.querySelectorAll('.ln').length`))
+	total := run(t, ctx, chromedp.Evaluate[int](rec+`.querySelectorAll('.ln').length`))
 	if v := visible(); total < 5 || v > 2 {
 		t.Errorf("a %d-line traceback shows %d lines collapsed, want its first and the matching one", total, v)
 	}
