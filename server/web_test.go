@@ -83,11 +83,11 @@ func TestServeEveryRouteWantsToken(t *testing.T) {
 	var patterns []string
 	for _, r := range h.Routes() {
 		patterns = append(patterns, r.Pattern)
-		if r.Open != (r.Pattern == "GET /healthz" || strings.HasSuffix(r.Pattern, " /login")) {
+		if r.Open != (r.Pattern == "GET /healthz" || r.Pattern == "GET /readyz" || strings.HasSuffix(r.Pattern, " /login")) {
 			t.Errorf("%s: open %v", r.Pattern, r.Open)
 		}
 	}
-	for _, want := range []string{"GET /", "GET /api/findings", "GET /api/search", "GET /api/stream", "GET /api/rules", "GET /version", "GET /metrics", "GET /healthz"} {
+	for _, want := range []string{"GET /", "GET /api/findings", "GET /api/search", "GET /api/stream", "GET /api/rules", "GET /version", "GET /metrics", "GET /healthz", "GET /readyz"} {
 		if !slices.Contains(patterns, want) {
 			t.Errorf("routes %v lack %s", patterns, want)
 		}
