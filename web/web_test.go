@@ -75,6 +75,11 @@ func buildSeed(root string) (string, error) {
 		return "", err
 	}
 	_, err = pipeline.Replay(context.Background(), inputs, pipeline.Options{Cluster: "dgx"}, func(ev *parsers.Event) error {
+		// Paths as a user in the repository gives them (what the
+		// screenshots show), not this machine's.
+		if rel, err := filepath.Rel(root, ev.File); err == nil {
+			ev.File = rel
+		}
 		eng.Observe(ev)
 		return x.Add(ev)
 	})
