@@ -92,6 +92,17 @@ type RuledOut struct {
 	Reason string `json:"reason"`
 }
 
+// Alternative is one of the causes a differential finding weighs: the
+// evidence fits more than one cause, so the finding ranks them (1: the one
+// it names) and says what would tell them apart (Finding.TellApart). An
+// unexplained failure lists the causes that came closest the same way.
+type Alternative struct {
+	Cause string `json:"cause"`
+	Rank  int    `json:"rank"`
+	Fits  string `json:"fits,omitempty"`  // what in these logs fits this cause
+	Lacks string `json:"lacks,omitempty"` // what would prove it, absent from these logs
+}
+
 // Finding is a diagnosis: a cause, what proved it, and the fix. It is the
 // one schema of `diagnose --json`, the findings NATS subject, the HTTP API
 // and the webhook payload.
@@ -122,4 +133,10 @@ type Finding struct {
 	// Revision counts the versions announced: 1 when first announced, +1
 	// per announced change (set by sink.Changes; 0 until announced).
 	Revision int `json:"revision,omitempty"`
+
+	// Alternatives, when set, rank the causes the evidence fits (the
+	// finding's own cause first) and TellApart is the command that tells
+	// them apart (see Alternative).
+	Alternatives []Alternative `json:"alternatives,omitempty"`
+	TellApart    string        `json:"tell_apart,omitempty"`
 }

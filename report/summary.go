@@ -38,17 +38,9 @@ type NodeSpan struct {
 
 // Outcome is how one launch ended: "ready" (its API server came up),
 // "failed" (a failure signal, whatever the cause) or "running" (neither
-// yet). Ready is when it came up and ReadyOn the nodes that said so, when
-// the engine tells.
-type Outcome struct {
-	Cluster  string    `json:"cluster"`
-	Launch   int       `json:"launch"`
-	LaunchID string    `json:"launch_id,omitempty"`
-	Start    time.Time `json:"start,omitzero"`
-	Outcome  string    `json:"outcome"`
-	Ready    time.Time `json:"ready,omitzero"`
-	ReadyOn  []string  `json:"ready_on,omitempty"`
-}
+// yet), with when, on which nodes and its first failure: the engine's
+// launch summary, kept in one place (finding.LaunchSummary).
+type Outcome = finding.LaunchSummary
 
 // Spans counts events per node with their first and last time, for a
 // Summary.
@@ -141,12 +133,16 @@ func Verdict(w io.Writer, s Summary) {
 		case !o.Start.IsZero():
 			when = " (started " + o.Start.UTC().Format("2006-01-02 15:04:05 MST") + ")"
 		}
-		on := o.ReadyOn
+		on := o.Nodes
 		if len(on) == 0 {
 			on = nodeNames(s.Nodes)
 		}
-		fmt.Fprintf(w, "Launch %d of cluster %s came up healthy%s: its API server started; nodes %s.\n",
-			o.Launch, o.Cluster, when, strings.Join(on, ", "))
+		by := ""
+		if len(o.ReadyOn) > 0 {
+			by = " on " + strings.Join(o.ReadyOn, ", ")
+		}
+		fmt.Fprintf(w, "Launch %d of cluster %s came up healthy%s: its API server started%s; nodes %s.\n",
+			o.Launch, o.Cluster, when, by, strings.Join(on, ", "))
 		if s.Resolved > 0 {
 			fmt.Fprintf(w, "%d finding(s) of an earlier launch are resolved by it (listed above).\n", s.Resolved)
 		}

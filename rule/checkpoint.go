@@ -85,7 +85,7 @@ func (e *Engine) Restore(cp Checkpoint, earlier []finding.Finding) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, m := range cp {
-		e.clusters[name] = &clusterState{seq: m.Num - 1, restored: m}
+		e.clusters[name] = &clusterState{seq: m.Num - 1, restored: m, name: name}
 	}
 	for _, f := range earlier {
 		m, ok := cp[f.Cluster]
@@ -96,6 +96,7 @@ func (e *Engine) Restore(cp Checkpoint, earlier []finding.Finding) {
 		c.Nodes = append([]string(nil), f.Nodes...)
 		c.Evidence = append([]finding.Evidence(nil), f.Evidence...)
 		c.RuledOut = append([]finding.RuledOut(nil), f.RuledOut...)
+		c.Alternatives = append([]finding.Alternative(nil), f.Alternatives...)
 		cs := e.clusters[f.Cluster]
 		if c.Status == finding.Active {
 			cs.unresolved = append(cs.unresolved, &c)

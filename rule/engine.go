@@ -39,6 +39,9 @@ type Engine struct {
 	times      map[string]*RuleTime // per rule id (ruletime.go)
 	slowBudget time.Duration
 	slowReport func(rule string, took time.Duration, ev *parsers.Event)
+	// unexplained stands for the engine in the unexplained-failure
+	// findings it raises itself (verdict.go).
+	unexplained *Rule
 }
 
 // ErrorStat counts a rule's runtime expression errors (a condition calling
@@ -62,6 +65,8 @@ type clusterState struct {
 	// the forgotten launches, for Findings.
 	unresolved []*finding.Finding
 	retired    []*finding.Finding
+	name       string                  // the cluster's label
+	gone       []finding.LaunchSummary // summaries of the forgotten launches, unless the engine forgets findings
 }
 
 type launchState struct {
@@ -76,6 +81,7 @@ type launchState struct {
 	facts    map[string]*factState // rule id + "/" + fact name
 	findings map[string]*finding.Finding
 	ruleOf   map[string]*Rule // finding id -> the rule that raised it
+	log      launchLog        // its nodes, outcome times and first failure (verdict.go)
 }
 
 func (ls *launchState) add(f *finding.Finding, r *Rule) {
@@ -101,11 +107,12 @@ type Pair struct{ Value, Node string }
 // NewEngine returns an engine running rules.
 func NewEngine(rules []*Rule) *Engine {
 	return &Engine{
-		rules:    rules,
-		idx:      buildIndex(rules),
-		clusters: map[string]*clusterState{},
-		errors:   map[string]*ErrorStat{},
-		times:    map[string]*RuleTime{},
+		rules:       rules,
+		idx:         buildIndex(rules),
+		clusters:    map[string]*clusterState{},
+		errors:      map[string]*ErrorStat{},
+		times:       map[string]*RuleTime{},
+		unexplained: &Rule{Spec: Spec{ID: UnexplainedFailure, Cause: UnexplainedFailure}},
 	}
 }
 
@@ -173,7 +180,7 @@ func (e *Engine) ObserveAt(ev *parsers.Event, pos uint64) []finding.Finding {
 	}
 	cs := e.clusters[cluster]
 	if cs == nil {
-		cs = &clusterState{}
+		cs = &clusterState{name: cluster}
 		e.clusters[cluster] = cs
 	}
 	if len(cs.launches) == 0 {
@@ -204,6 +211,12 @@ func (e *Engine) ObserveAt(ev *parsers.Event, pos uint64) []finding.Finding {
 			changed = append(changed, *f)
 		}
 	}
+	ls.log.record(ev)
+	if (ls.failed || ls.log.unexplained != "") && (marks != 0 || len(dirty) > 0 || len(changed) > 0) {
+		if f := e.judge(cluster, ls, ev); f != nil {
+			changed = append(changed, *f)
+		}
+	}
 	return changed
 }
 
@@ -220,6 +233,7 @@ func (e *Engine) snapshot(f *finding.Finding) finding.Finding {
 	c.Nodes = append([]string(nil), f.Nodes...)
 	c.Evidence = append([]finding.Evidence(nil), f.Evidence...)
 	c.RuledOut = append([]finding.RuledOut(nil), f.RuledOut...)
+	c.Alternatives = append([]finding.Alternative(nil), f.Alternatives...)
 	c.Facts = make(map[string][]string, len(f.Facts))
 	for k, v := range f.Facts {
 		c.Facts[k] = append([]string(nil), v...)
@@ -293,6 +307,9 @@ func (e *Engine) retire(cs *clusterState, ls *launchState) {
 	}
 	if n := len(cs.unresolved); n > maxUnresolved {
 		cs.unresolved = slices.Delete(cs.unresolved, 0, n-maxUnresolved)
+	}
+	if !e.forget {
+		cs.gone = append(cs.gone, e.summary(cs.name, ls))
 	}
 }
 

@@ -63,13 +63,15 @@ func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event
 			ls = e.newLaunch(cs, openerID(ev), ev, pos)
 		}
 		ls.marked, ls.vllmSeen = true, true
-	case marks&(1<<markFailed) != 0:
+	case marks&(1<<markFailed) != 0 && e.idx.launch.confirmed(markFailed, msg):
+		ls.log.failure(ev)
 		if ls.failed {
 			return nil
 		}
 		ls.failed = true
 		return e.reevaluateOutcome(cluster, ls, ev)
 	case marks&(1<<markHealthy) != 0 && e.idx.launch.confirmed(markHealthy, msg):
+		ls.log.ready(ev)
 		if ls.healthy {
 			return nil
 		}

@@ -156,9 +156,7 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	for _, n := range seen {
 		sum.Launches += n
 	}
-	for _, l := range kept {
-		sum.Outcomes = append(sum.Outcomes, report.Outcome{Cluster: l.Cluster, Launch: l.Num, LaunchID: l.ID, Start: l.Start, Outcome: l.Outcome})
-	}
+	sum.Outcomes = kept
 	// The same path as serve's: the findings go to sinks; the report on
 	// standard output is the first of them.
 	var out sink.Multi

@@ -448,7 +448,7 @@ func TestDiagnoseHealthyLaunchSaysItCameUp(t *testing.T) {
 	if code != 0 || strings.Contains(out, "No known cause") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	want := regexp.MustCompile(`Launch 1 of cluster default came up healthy \(started 2026-04-08 23:37:\d\d UTC\): its API server started; nodes spark-1, spark-2\.`)
+	want := regexp.MustCompile(`Launch 1 of cluster default came up healthy at 2026-04-08 23:48:06 UTC: its API server started on spark-1; nodes spark-1, spark-2\.`)
 	if !want.MatchString(out) || !strings.Contains(out, "Logs read: spark-1 2026-04-08 23:37:") {
 		t.Errorf("report lacks %s:\n%s", want, out)
 	}
