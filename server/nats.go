@@ -7,17 +7,21 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/faultline/faultline/internal/atomicfile"
 	"github.com/faultline/faultline/transport"
@@ -29,33 +33,37 @@ import (
 // Credentials given for the analyzer's own connection (--user/--password or
 // --token) are also required by the embedded server, so shippers on other
 // nodes authenticate with the same flags.
-func startEmbedded(listen, storeDir string, auth transport.NATSOptions) (*natsserver.Server, error) {
+func startEmbedded(listen, storeDir string, auth transport.NATSOptions) (*natsserver.Server, *natsserver.Options, error) {
 	opts, err := embeddedOptions(listen, storeDir, auth)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return runEmbedded(opts, listen)
+	ns, err := runEmbedded(opts, listen)
+	return ns, opts, err
 }
 
 // startNATS starts the embedded server: startEmbedded's on one machine, or,
 // with Cluster.Name, one routed to the other analyzers' servers (a JetStream
-// cluster) under a name unique and stable per analyzer.
-func (c *Config) startNATS() (*natsserver.Server, error) {
+// cluster) under a name unique and stable per analyzer. It returns the
+// server's options too: the store guard reloads them to start JetStream
+// again.
+func (c *Config) startNATS() (*natsserver.Server, *natsserver.Options, error) {
 	if c.Cluster.Name == "" {
 		return startEmbedded(c.NATSListen, c.natsStoreDir(), c.NATS)
 	}
 	opts, err := embeddedOptions(c.NATSListen, c.natsStoreDir(), c.NATS)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := c.clusterOptions(opts); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if openRoutes(opts) {
 		c.Log.Warn("embedded NATS takes cluster routes beyond this host without authentication: anyone who reaches it can join the cluster and read the logs; set --token (every analyzer and shipper passes the same)",
 			"cluster_listen", net.JoinHostPort(opts.Cluster.Host, strconv.Itoa(opts.Cluster.Port)))
 	}
-	return runEmbedded(opts, c.NATSListen)
+	ns, err := runEmbedded(opts, c.NATSListen)
+	return ns, opts, err
 }
 
 // openRoutes: routes are taken beyond this host without authentication.
@@ -258,4 +266,154 @@ func (c *Config) ensureSingleStream(ctx context.Context, nc *nats.Conn, js jetst
 		return nil, err
 	}
 	return js.Stream(ctx, transport.StreamName)
+}
+
+// storeGuard watches the embedded server's JetStream store. A write that
+// finds the store's disk full leaves the stream with a write error that
+// nats-server keeps (every later write fails at once, no PubAck is sent, and
+// nothing is stored even once space returns), or, on a replicated stream,
+// stops JetStream altogether; either lasts until the server is restarted.
+// The guard says so once (the log, /healthz, metrics) and, once the disk has
+// room again, restarts JetStream inside the running server (its options
+// reloaded, as nats-server does on a SIGHUP): the streams are read back from
+// the store, what was stored is kept, the shippers' retries go through, and
+// nothing else is restarted.
+type storeGuard struct {
+	ns    *natsserver.Server
+	opts  *natsserver.Options
+	dir   string
+	log   *slog.Logger
+	every time.Duration
+
+	problem  atomic.Pointer[string] // why JetStream is not storing; nil while it is
+	stops    atomic.Int64           // times a write error or a stop was seen
+	restarts atomic.Int64           // times the guard started JetStream again
+}
+
+func newStoreGuard(ns *natsserver.Server, opts *natsserver.Options, log *slog.Logger) *storeGuard {
+	return &storeGuard{ns: ns, opts: opts, dir: opts.StoreDir, log: log, every: time.Second}
+}
+
+// Problem is why the embedded JetStream does not store now ("" when it does).
+func (g *storeGuard) Problem() string {
+	if g == nil {
+		return ""
+	}
+	if p := g.problem.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// roomFor is how much free space the store's disk needs before JetStream is
+// started again: a tenth of the disk, between 1 MiB and 64 MiB (started
+// again on a disk about as full, it would fail again at once).
+func roomFor(total int64) int64 { return max(1<<20, min(64<<20, total/10)) }
+
+// diskSpace is the free and total bytes of the file system holding dir.
+func diskSpace(dir string) (free, total int64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), nil
+}
+
+// writeError is what keeps JetStream from storing: stopped, or a stream or
+// consumer with a write error ("" when none).
+func (g *storeGuard) writeError() string {
+	if !g.ns.JetStreamEnabled() {
+		return "JetStream stopped"
+	}
+	h := g.ns.Healthz(&natsserver.HealthzOptions{Details: true})
+	for _, e := range h.Errors {
+		if strings.Contains(e.Error, "write error") {
+			return e.Error
+		}
+	}
+	return ""
+}
+
+// run checks the store every g.every until ctx ends.
+func (g *storeGuard) run(ctx context.Context) {
+	t := time.NewTicker(g.every)
+	defer t.Stop()
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		werr := g.writeError()
+		if werr == "" {
+			if g.problem.Load() != nil { // started again by someone else (a reload)
+				g.problem.Store(nil)
+				g.log.Info("NATS store: JetStream stores again", "store", g.dir)
+			}
+			continue
+		}
+		free, total, err := diskSpace(g.dir)
+		full := err == nil && free < roomFor(total)
+		if g.problem.Load() == nil {
+			g.stops.Add(1)
+			why := "NATS store: " + werr + "; restarting JetStream"
+			if full || strings.Contains(werr, "no space left") {
+				why = fmt.Sprintf("NATS store full: %s; JetStream starts again by itself once %s are free on %s",
+					werr, humanBytes(roomFor(total)), g.dir)
+			}
+			g.problem.Store(&why)
+			g.log.Error(why, "free", free)
+		}
+		if err != nil || full {
+			continue
+		}
+		if g.ns.JetStreamEnabled() {
+			if err := g.ns.ShutdownJetStream(); err != nil {
+				g.log.Warn("NATS store: stopping JetStream to start it again", "err", err)
+			}
+		}
+		o := *g.opts
+		if err := g.ns.ReloadOptions(&o); err != nil || g.writeError() != "" {
+			if msg := fmt.Sprint(err, g.writeError()); msg != lastErr {
+				g.log.Warn("NATS store: JetStream did not start again; retrying", "err", err, "state", g.writeError())
+				lastErr = msg
+			}
+			continue
+		}
+		lastErr = ""
+		g.restarts.Add(1)
+		g.problem.Store(nil)
+		g.log.Info("NATS store: JetStream started again and stores", "free", free, "store", g.dir)
+	}
+}
+
+// collectors are the guard's metrics.
+func (g *storeGuard) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_nats_store_ok",
+			Help: "1 while the embedded NATS JetStream stores messages, 0 while it is stopped (its disk full: /healthz says so)."},
+			func() float64 {
+				if g.Problem() != "" {
+					return 0
+				}
+				return 1
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_nats_store_stops_total",
+			Help: "Times the embedded JetStream stopped storing (a write found its disk full)."},
+			func() float64 { return float64(g.stops.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_nats_store_restarts_total",
+			Help: "Times serve started the embedded JetStream again once its disk had room."},
+			func() float64 { return float64(g.restarts.Load()) }),
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
 }

@@ -40,7 +40,7 @@ func clusterConfigs(t *testing.T, n int, token string) []*Config {
 
 func runClusterNATS(t *testing.T, c *Config) *natsserver.Server {
 	t.Helper()
-	ns, err := c.startNATS()
+	ns, _, err := c.startNATS()
 	if err != nil {
 		t.Fatal(err)
 	}

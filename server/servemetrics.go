@@ -15,7 +15,11 @@ import (
 // time, so consuming costs nothing more.
 func (s *server) collectors() []prometheus.Collector {
 	x := s.idx
-	return []prometheus.Collector{
+	var store []prometheus.Collector
+	if s.natsStore != nil {
+		store = s.natsStore.collectors()
+	}
+	return append(store,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_records_consumed_total",
 			Help: "Records consumed from the stream by this process (redeliveries included)."},
 			func() float64 { return float64(s.records.Load()) }),
@@ -47,7 +51,7 @@ func (s *server) collectors() []prometheus.Collector {
 				"Messages of the stream not yet delivered to the analyzer's durable consumer (JetStream num_pending).", nil, nil),
 			unacked: prometheus.NewDesc("faultline_consumer_unacked_messages",
 				"Messages delivered to the consumer and not yet acknowledged (JetStream num_ack_pending).", nil, nil)},
-	}
+	)
 }
 
 // consumerCollector reads the durable consumer's lag from JetStream at

@@ -45,6 +45,7 @@ type server struct {
 	seen          *seenSet
 	single        *lane              // the whole stream, on one machine
 	ns            *natsserver.Server // the embedded NATS server (nil with an external one)
+	natsStore     *storeGuard        // restarts its JetStream after a full disk (nil with an external one)
 	streamCreated time.Time
 	progress      *progress
 	// On a cluster (partitions.go): this member, its partitions' lanes,
@@ -116,11 +117,12 @@ func Run(ctx context.Context, cfg Config) error {
 	natsURL := cfg.NATS.URL
 	var opts []nats.Option
 	if natsURL == "" {
-		ns, err := cfg.startNATS()
+		ns, nsOpts, err := cfg.startNATS()
 		if err != nil {
 			return err
 		}
 		s.ns = ns
+		s.natsStore = newStoreGuard(ns, nsOpts, s.log)
 		if !loopback(cfg.NATSListen) && cfg.NATS.User == "" && cfg.NATS.Token == "" {
 			s.log.Warn("embedded NATS listens beyond this host without authentication: anyone who reaches it can publish logs; set --token (shippers pass the same --token)", "listen", cfg.NATSListen)
 		}
@@ -189,6 +191,9 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
 	defer func() { cancel(); wg.Wait() }()
+	if s.natsStore != nil {
+		wg.Go(func() { s.natsStore.run(runCtx) })
+	}
 	s.warming.Store(true)
 	// HTTP comes up before NATS is known to work: while an external server
 	// cannot be reached, /healthz says so and the stored findings are served.
@@ -535,6 +540,8 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	status, code := "ok", http.StatusOK
 	if !s.nc.IsConnected() {
 		status, code = "nats disconnected", http.StatusServiceUnavailable
+	} else if p := s.natsStore.Problem(); p != "" {
+		status, code = p, http.StatusServiceUnavailable
 	}
 	body := map[string]any{"status": status}
 	if code == http.StatusOK && s.warming.Load() {
