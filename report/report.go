@@ -40,6 +40,9 @@ type TextOptions struct {
 	// Evidence is how many evidence lines a finding shows (0: DefaultEvidence,
 	// negative: all of them); the others are counted, with how to see them.
 	Evidence int
+	// More says how to see the evidence left out (default: the web UI
+	// and --json show all of it).
+	More string
 }
 
 // DefaultEvidence is how many evidence lines a finding shows by default:
@@ -218,7 +221,11 @@ func evidence(w io.Writer, indent string, f finding.Finding, o TextOptions) {
 	shown := ShownEvidence(f.Evidence, n)
 	fail := FailurePoint(shown, f.FirstSeen)
 	if len(shown) < len(f.Evidence) {
-		fmt.Fprintf(w, "%sEvidence, in time order (%d of %d lines; --evidence all shows every one):\n", indent, len(shown), len(f.Evidence))
+		more := o.More
+		if more == "" {
+			more = "the web UI and --json show every one"
+		}
+		fmt.Fprintf(w, "%sEvidence, in time order (%d of %d lines; %s):\n", indent, len(shown), len(f.Evidence), more)
 	} else {
 		fmt.Fprintf(w, "%sEvidence, in time order:\n", indent)
 	}

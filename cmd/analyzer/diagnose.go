@@ -166,7 +166,7 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		fmt.Fprintf(stdout, "Faultline diagnosis: %d files, %d lines, %d records, %d launch(es) — %d finding(s)\n",
 			st.Files, st.Lines, st.Records, sum.Launches, len(findings))
 		text := sink.NewText(stdout, nil)
-		text.Options.Evidence = evidenceLines
+		text.Options.Evidence, text.Options.More = evidenceLines, "--evidence all shows every one"
 		out = append(out, text)
 	}
 	out = append(out, extra...)
