@@ -520,6 +520,7 @@ func (s *server) handler() (*web.Handler, error) {
 		Token: s.cfg.HTTPToken, Logger: s.log, Registry: s.registry(),
 		Routes: append([]web.Route{
 			{Pattern: "GET /api/rules", Handler: web.JSON(s.rules)},
+			{Pattern: "GET /api/launches", Handler: web.JSON(s.launches)},
 			{Pattern: "GET /version", Handler: web.JSON(version.Get)},
 			{Pattern: "GET /healthz", Open: true, Handler: http.HandlerFunc(s.healthz)},
 			{Pattern: "GET /readyz", Open: true, Handler: http.HandlerFunc(s.readyz)},

@@ -80,6 +80,13 @@ func TestEndToEnd(t *testing.T) {
 	if !strings.Contains(srv.stdout.String(), "ray-node-ip-mismatch") {
 		t.Errorf("terminal shows no finding:\n%s", srv.stdout.String())
 	}
+	// The launch's own account, as diagnose gives it.
+	var ls []finding.LaunchSummary
+	if code := getJSON(t, "http://"+srv.addrs.HTTP+"/api/launches", "", &ls); code != http.StatusOK || len(ls) != 1 ||
+		ls[0].Outcome != finding.OutcomeFailed || ls[0].Cause != "ray-node-ip-mismatch" ||
+		!slices.Equal(ls[0].Nodes, []string{"spark-1", "spark-2"}) || ls[0].FirstFailure == nil {
+		t.Errorf("GET /api/launches: %d %+v, want the failed launch of spark-1 and spark-2 with its cause", code, ls)
+	}
 	resp, err := http.Get("http://" + srv.addrs.HTTP + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("healthz: %v %v", resp, err)
