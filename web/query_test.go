@@ -1,12 +1,18 @@
 package web
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/parsers"
 )
 
 // A query the language cannot mean is a 400 that says where, for the
@@ -108,4 +114,38 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// logs=0 is a stream of findings only: the UI's findings panel, always
+// open, does not carry every log line while "Live lines" is off.
+func TestStreamFindingsOnly(t *testing.T) {
+	evs, fds := NewHub[*parsers.Event](16), NewHub[finding.Finding](16)
+	ts := newServer(t, Config{Index: seedIndex(t), LiveEvents: evs, LiveFindings: fds})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/api/stream?logs=0", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	for fds.Subscribers() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := evs.Subscribers(); n != 0 {
+		t.Fatalf("logs=0 subscribed to the log lines (%d)", n)
+	}
+	f := finding.Finding{ID: "f1", Title: "t", Nodes: []string{"spark-1"}, NodeFacts: []finding.NodeFact{{Fact: "registered_ip", Value: "10.1.230.180", Node: "spark-1"}}}
+	fds.Publish(f)
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, "data: ") {
+			var v findingView
+			if err := json.Unmarshal([]byte(l[6:]), &v); err != nil || v.ID != "f1" || len(v.Table.Rows) != 1 || v.Table.Rows[0].Node != "spark-1" {
+				t.Errorf("finding event %s (%v): want the finding with its table", l, err)
+			}
+			return
+		}
+	}
+	t.Fatal("no finding on the stream")
 }
