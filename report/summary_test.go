@@ -24,7 +24,7 @@ func TestVerdict(t *testing.T) {
 		{"ready", Summary{Nodes: nodes, Outcomes: []Outcome{{Cluster: "dgx", Launch: 1, Start: t0, Outcome: "ready"}}},
 			[]string{"Launch 1 of cluster dgx came up healthy (started 2026-04-08 23:37:12 UTC): its API server started; nodes spark-1, spark-2.", "Logs read: spark-1 2026-04-08 23:37:12 – 23:38:12 UTC"}},
 		{"ready, told when and where", Summary{Nodes: nodes, Outcomes: []Outcome{{Cluster: "dgx", Launch: 2, Start: t0, Outcome: "ready", Ready: t0.Add(90 * time.Second), ReadyOn: []string{"spark-1"}}}},
-			[]string{"Launch 2 of cluster dgx came up healthy at 2026-04-08 23:38:42 UTC: its API server started; nodes spark-1."}},
+			[]string{"Launch 2 of cluster dgx came up healthy at 2026-04-08 23:38:42 UTC: its API server started on spark-1; nodes spark-1, spark-2."}},
 		{"relaunched", Summary{Nodes: nodes, Resolved: 1, Outcomes: []Outcome{{Cluster: "dgx", Launch: 1, Outcome: "failed"}, {Cluster: "dgx", Launch: 2, Outcome: "ready"}}},
 			[]string{"Launch 2 of cluster dgx came up healthy", "1 finding(s) of an earlier launch are resolved by it"}},
 		{"failed, no rule", Summary{Nodes: nodes, Outcomes: []Outcome{{Cluster: "dgx", Launch: 1, Outcome: "failed"}}},
