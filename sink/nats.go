@@ -28,7 +28,10 @@ func NewNATS(pub Publisher, subject func(cluster, severity string) string) *NATS
 	return &NATS{pub: pub, subject: subject}
 }
 
-func (n *NATS) Announce(_ context.Context, fs []finding.Finding) error {
+// Announce publishes fs; with a publisher that can flush (a *nats.Conn), it
+// returns once the server has them (or ctx ended): the findings subject
+// took them.
+func (n *NATS) Announce(ctx context.Context, fs []finding.Finding) error {
 	var errs []error
 	for _, f := range fs {
 		b, err := json.Marshal(f)
@@ -37,6 +40,13 @@ func (n *NATS) Announce(_ context.Context, fs []finding.Finding) error {
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("publish finding %s: %w", f.ID, err))
+		}
+	}
+	if fl, ok := n.pub.(interface{ FlushWithContext(context.Context) error }); ok && len(errs) == 0 {
+		if _, has := ctx.Deadline(); has {
+			if err := fl.FlushWithContext(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("publish findings: flush: %w", err))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -69,6 +69,10 @@ func NewChanges(announced []finding.Finding, next Sink) *Changes {
 	return c
 }
 
+// Announce passes on the newer versions of fs. They count as announced
+// (known) only once next took them all: after an error, announcing them
+// again passes them on again, under the same revisions (at least once; a
+// reader tells a repeat by its id and revision).
 func (c *Changes) Announce(ctx context.Context, fs []finding.Finding) error {
 	var changed []finding.Finding
 	c.mu.Lock()
@@ -77,20 +81,34 @@ func (c *Changes) Announce(ctx context.Context, fs []finding.Finding) error {
 		if ok && !Newer(f, old) {
 			continue
 		}
-		f.Revision = 1
-		if ok {
-			// A finding stored before revisions were numbered (0) was
-			// announced once at least.
-			f.Revision = max(old.Revision, 1) + 1
-		}
-		c.known[f.ID] = f
+		f.Revision = nextRevision(old, ok)
 		changed = append(changed, f)
 	}
 	c.mu.Unlock()
 	if len(changed) == 0 {
 		return nil
 	}
-	return c.next.Announce(ctx, changed)
+	if err := c.next.Announce(ctx, changed); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, f := range changed {
+		if old, ok := c.known[f.ID]; !ok || old.Revision < f.Revision {
+			c.known[f.ID] = f
+		}
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// nextRevision is the revision of the version after old (1 without one).
+// A finding stored before revisions were numbered (0) was announced once
+// at least.
+func nextRevision(old finding.Finding, ok bool) int {
+	if !ok {
+		return 1
+	}
+	return max(old.Revision, 1) + 1
 }
 
 // Newer reports whether f is a later version of a finding than old, the

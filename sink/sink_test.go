@@ -233,3 +233,39 @@ func TestChangesReplayAssignsNoRevision(t *testing.T) {
 		})
 	}
 }
+
+// failOnce fails its first call.
+type failOnce struct {
+	calls int
+	got   []finding.Finding
+}
+
+func (f *failOnce) Announce(_ context.Context, fs []finding.Finding) error {
+	f.calls++
+	if f.calls == 1 {
+		return errors.New("down")
+	}
+	f.got = append(f.got, fs...)
+	return nil
+}
+
+func (f *failOnce) Close() error { return nil }
+
+// Issue 22 item 6: Changes counts a version as announced only once the
+// sink after it took it: announced again after a failure, it is passed on
+// again, under the same revision. Fails where it is marked known before.
+func TestChangesKnowsOnlyWhatTheNextSinkTook(t *testing.T) {
+	next := &failOnce{}
+	c := NewChanges(nil, next)
+	ctx := context.Background()
+	f := mkFinding("a", 1)
+	if err := c.Announce(ctx, []finding.Finding{f}); err == nil {
+		t.Fatal("the sink's failure was not returned")
+	}
+	if err := c.Announce(ctx, []finding.Finding{f}); err != nil {
+		t.Fatal(err)
+	}
+	if len(next.got) != 1 || next.got[0].Revision != 1 {
+		t.Errorf("after a failure the sink got %+v, want the version again as revision 1", next.got)
+	}
+}

@@ -54,6 +54,9 @@ func (t *Text) Announce(_ context.Context, fs []finding.Finding) error {
 	}
 	for _, f := range fs {
 		old, seen := t.shown[f.ID]
+		if seen && f.Revision != 0 && f.Revision == old.Revision {
+			continue // delivered again (at least once): shown already
+		}
 		t.shown[f.ID] = f
 		if !seen {
 			fresh = append(fresh, f)
