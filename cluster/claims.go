@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -15,42 +16,65 @@ import (
 	"github.com/faultline/faultline/sink"
 )
 
-// Claims is the findings bucket: each finding's key holds the version last
-// announced, and announcing a version means winning the compare-and-set that
-// writes it with the next revision.
+// Claims is the findings bucket, the ledger of a cluster (sink.Ledger):
+// each finding's key holds its version reserved or announced last. A
+// member reserves a version by winning the compare-and-set that writes it,
+// pending, with the next revision; it hands it to its sinks and, once they
+// all took it, confirms it (a second compare-and-set). A version left
+// pending (its member died in between) is delivered again by whoever
+// derives it next (the partition's new owner, replaying the launch), under
+// the same revision.
 type Claims struct {
-	kv jetstream.KeyValue
-	by string
+	kv    jetstream.KeyValue
+	by    string
+	grace time.Duration // how long another member's reservation is left to it (ClaimGrace)
 
 	mu   sync.Mutex
-	view map[string]finding.Finding // the bucket, as the watcher saw it
+	view map[string]finding.Finding // the confirmed versions, as the watcher saw them
 }
 
-// claim is a finding as stored: the version announced and who announced it
-// (to recognize a write of ours whose reply was lost).
+// claim is a finding as stored: the version, who wrote it (to recognize a
+// write of ours whose reply was lost) and whether it is only reserved.
 type claim struct {
 	Finding finding.Finding `json:"finding"`
 	By      string          `json:"by"`
+	Pending bool            `json:"pending,omitempty"`
 }
 
 func newClaims(kv jetstream.KeyValue, by string) *Claims {
-	return &Claims{kv: kv, by: by, view: map[string]finding.Finding{}}
+	return &Claims{kv: kv, by: by, grace: ClaimGrace, view: map[string]finding.Finding{}}
 }
 
-// Claim announces f if it is a newer version (sink.Newer) than the one
-// stored: it returns f with its revision set and true when this call won
-// the compare-and-set, false when the stored version is as new, or another
-// member won.
-func (c *Claims) Claim(ctx context.Context, f finding.Finding) (finding.Finding, bool, error) {
+// ClaimGrace is how long a version another member reserved is left to it
+// to deliver and confirm (a delivery is bounded by 10 s) before a member
+// that derives it too delivers it again: in a hand-over both members
+// derive the same versions, and one delivering each is the rule, two the
+// exception of a member that died in between.
+const ClaimGrace = 30 * time.Second
+
+// ErrReservedElsewhere: another member reserved this version moments ago
+// and may be delivering it; ask again later (after ClaimGrace it is
+// delivered here if still not confirmed).
+var ErrReservedElsewhere = sink.ErrReservedElsewhere
+
+var _ sink.Ledger = (*Claims)(nil)
+
+// Reserve numbers f for delivery (sink.Ledger): it writes f, pending, with
+// the next revision when it is newer than the stored version, and returns
+// a stored version left pending as it is (to be delivered again) when f
+// is not newer; false when the stored version is announced and as new.
+func (c *Claims) Reserve(ctx context.Context, f finding.Finding) (finding.Finding, bool, error) {
 	for {
 		e, err := c.kv.Get(ctx, f.ID)
-		var old claim
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			f.Revision = 1
-			b, _ := json.Marshal(claim{Finding: f, By: c.by})
+			g, ok := sink.Reservation(f, finding.Finding{}, false, false)
+			if !ok {
+				return f, false, nil
+			}
+			b, _ := json.Marshal(claim{Finding: g, By: c.by, Pending: true})
 			if _, err := c.kv.Create(ctx, f.ID, b); err == nil {
-				return f, true, nil
+				return g, true, nil
 			} else if !isConflict(err) {
 				return f, false, fmt.Errorf("claim %s: %w", f.ID, err)
 			}
@@ -58,20 +82,65 @@ func (c *Claims) Claim(ctx context.Context, f finding.Finding) (finding.Finding,
 		case err != nil:
 			return f, false, fmt.Errorf("claim %s: %w", f.ID, err)
 		}
+		var old claim
 		if err := json.Unmarshal(e.Value(), &old); err != nil {
 			return f, false, fmt.Errorf("claim %s: stored finding unreadable: %w", f.ID, err)
 		}
-		if !sink.Newer(f, old.Finding) {
+		g, ok := sink.Reservation(f, old.Finding, true, !old.Pending)
+		if !ok {
 			return f, false, nil
 		}
-		f.Revision = old.Finding.Revision + 1
-		b, _ := json.Marshal(claim{Finding: f, By: c.by})
+		if old.Pending && g.Revision == old.Finding.Revision {
+			if old.By == c.by {
+				return g, true, nil // ours already (a retry, or this member restarted)
+			}
+			if time.Since(e.Created()) < c.grace {
+				return f, false, fmt.Errorf("claim %s revision %d: %w", f.ID, g.Revision, ErrReservedElsewhere)
+			}
+		}
+		b, _ := json.Marshal(claim{Finding: g, By: c.by, Pending: true})
 		if _, err := c.kv.Update(ctx, f.ID, b, e.Revision()); err == nil {
-			return f, true, nil
+			return g, true, nil
 		} else if !isConflict(err) {
 			return f, false, fmt.Errorf("claim %s: %w", f.ID, err)
 		}
 	}
+}
+
+// Confirm records f, as Reserve returned it, as announced (sink.Ledger):
+// unless a later version was reserved since.
+func (c *Claims) Confirm(ctx context.Context, f finding.Finding) error {
+	for {
+		e, err := c.kv.Get(ctx, f.ID)
+		if err != nil {
+			return fmt.Errorf("confirm %s: %w", f.ID, err)
+		}
+		var old claim
+		if err := json.Unmarshal(e.Value(), &old); err != nil {
+			return fmt.Errorf("confirm %s: stored finding unreadable: %w", f.ID, err)
+		}
+		if !old.Pending || old.Finding.Revision != f.Revision {
+			return nil // confirmed already, or a later version reserved
+		}
+		b, _ := json.Marshal(claim{Finding: f, By: c.by})
+		if _, err := c.kv.Update(ctx, f.ID, b, e.Revision()); err == nil {
+			c.mu.Lock()
+			c.view[f.ID] = f
+			c.mu.Unlock()
+			return nil
+		} else if !isConflict(err) {
+			return fmt.Errorf("confirm %s: %w", f.ID, err)
+		}
+	}
+}
+
+// Announced returns the version of finding id confirmed last, as the
+// watcher saw it (sink.Ledger).
+func (c *Claims) Announced(id string) (finding.Finding, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.view[id]
+	return f, ok
 }
 
 // Stored returns the stored version of finding id, if any.
@@ -110,11 +179,13 @@ func (c *Claims) Watch(ctx context.Context) error {
 				continue
 			}
 			var cl claim
-			if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &cl) != nil {
-				continue
+			if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &cl) != nil || cl.Pending {
+				continue // only reserved: not announced yet
 			}
 			c.mu.Lock()
-			c.view[e.Key()] = cl.Finding
+			if old, ok := c.view[e.Key()]; !ok || old.Revision <= cl.Finding.Revision {
+				c.view[e.Key()] = cl.Finding
+			}
 			c.mu.Unlock()
 		}
 	}()
@@ -126,7 +197,8 @@ func (c *Claims) Watch(ctx context.Context) error {
 	}
 }
 
-// Findings are all the findings announced by any member, in finding.Order.
+// Findings are all the findings announced by any member, in finding.Order
+// (sink.Ledger).
 func (c *Claims) Findings() []finding.Finding {
 	c.mu.Lock()
 	out := make([]finding.Finding, 0, len(c.view))

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -32,8 +33,8 @@ func joinTest(t *testing.T, url, name string) *Node {
 }
 
 // Two members re-derive the same versions of a finding at the same time,
-// and a third replays them later: each version is announced once, with
-// revisions 1, 2, 3 and no gap.
+// and a third replays them later: each version is reserved (and confirmed)
+// once, with revisions 1, 2, 3 and no gap.
 func TestClaimsAnnounceEachVersionOnce(t *testing.T) {
 	srv := testutil.RunJetStreamServer(t)
 	a, b, c := joinTest(t, srv.ClientURL(), "a"), joinTest(t, srv.ClientURL(), "b"), joinTest(t, srv.ClientURL(), "c")
@@ -50,7 +51,10 @@ func TestClaimsAnnounceEachVersionOnce(t *testing.T) {
 	for _, n := range []*Node{a, b} {
 		wg.Go(func() {
 			for _, v := range versions {
-				f, ok, err := n.Claim(ctx, v)
+				f, ok, err := n.Reserve(ctx, v)
+				if errors.Is(err, ErrReservedElsewhere) {
+					continue // the other is delivering it
+				}
 				if err != nil {
 					t.Error(err)
 				}
@@ -58,6 +62,9 @@ func TestClaimsAnnounceEachVersionOnce(t *testing.T) {
 					mu.Lock()
 					won = append(won, f)
 					mu.Unlock()
+					if err := n.Confirm(ctx, f); err != nil {
+						t.Error(err)
+					}
 				}
 			}
 		})
@@ -65,7 +72,7 @@ func TestClaimsAnnounceEachVersionOnce(t *testing.T) {
 	wg.Wait()
 	// A replay elsewhere, from the start: nothing is news.
 	for _, v := range versions {
-		if _, ok, err := c.Claim(ctx, v); ok || err != nil {
+		if _, ok, err := c.Reserve(ctx, v); ok || err != nil {
 			t.Errorf("replayed version %+v claimed again (err %v)", v, err)
 		}
 	}
@@ -96,4 +103,54 @@ func TestClaimsAnnounceEachVersionOnce(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Issue 22 item 6: a version a member reserved and never confirmed (it
+// died between its reservation and its sinks) is not announced; the member
+// that derives it next delivers it again under the same revision, once the
+// grace left to the first has passed, and a replay of a confirmed version
+// delivers nothing. Fails where a claim marks a version announced before
+// the sinks took it.
+func TestClaimsRedeliverAnUnconfirmedVersion(t *testing.T) {
+	srv := testutil.RunJetStreamServer(t)
+	a, b := joinTest(t, srv.ClientURL(), "a"), joinTest(t, srv.ClientURL(), "b")
+	b.grace = 200 * time.Millisecond
+	ctx := context.Background()
+	v := finding.Finding{ID: "f1", Status: "active", Updates: 3, Title: "t"}
+	got, ok, err := a.Reserve(ctx, v)
+	if err != nil || !ok || got.Revision != 1 {
+		t.Fatalf("a reserved %+v %v %v", got, ok, err)
+	}
+	// a dies here. b, deriving the same version at once, is told to wait.
+	if _, ok, err := b.Reserve(ctx, v); ok || !errors.Is(err, ErrReservedElsewhere) {
+		t.Errorf("b reserved a's fresh reservation: %v %v", ok, err)
+	}
+	if err := b.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Announced("f1"); ok {
+		t.Error("a reserved version counts as announced")
+	}
+	time.Sleep(300 * time.Millisecond)
+	got, ok, err = b.Reserve(ctx, v)
+	if err != nil || !ok || got.Revision != 1 {
+		t.Fatalf("b after the grace: %+v %v %v; want revision 1 to deliver again", got, ok, err)
+	}
+	if err := b.Confirm(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	testutil.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if f, ok := b.Announced("f1"); !ok || f.Revision != 1 {
+			return fmt.Errorf("announced %+v %v", f, ok)
+		}
+		return nil
+	})
+	if _, ok, err := a.Reserve(ctx, v); ok || err != nil {
+		t.Errorf("a confirmed version reserved again: %v %v", ok, err)
+	}
+	// The next version is revision 2.
+	v.Updates++
+	if got, ok, err := a.Reserve(ctx, v); err != nil || !ok || got.Revision != 2 {
+		t.Errorf("next version %+v %v %v; want revision 2", got, ok, err)
+	}
 }

@@ -127,6 +127,25 @@ func (e *Engine) ForgetFindings() {
 	e.mu.Unlock()
 }
 
+// RaiseUpdates raises the version count (Finding.Updates) of each finding
+// of the kept launches named in floor to at least its value there: an
+// engine made anew for a rule reload numbers its versions above those
+// announced from the engine it replaces, so that its later versions are
+// newer.
+func (e *Engine) RaiseUpdates(floor map[string]int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, cs := range e.clusters {
+		for _, ls := range cs.launches {
+			for id, f := range ls.findings {
+				if n, ok := floor[id]; ok && f.Updates < n {
+					f.Updates = n
+				}
+			}
+		}
+	}
+}
+
 // SetRules swaps the rule set (hot reload). Facts already gathered for rules
 // that keep their id stay; findings stay.
 func (e *Engine) SetRules(rules []*Rule) {

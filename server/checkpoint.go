@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -12,8 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/faultline/faultline/internal/atomicfile"
-	"github.com/faultline/faultline/parsers"
+	"github.com/faultline/faultline/lane"
 	"github.com/faultline/faultline/rule"
+	"github.com/faultline/faultline/transport"
 )
 
 // Warm restart. The engine keeps a few launches per cluster in memory; after
@@ -24,17 +26,12 @@ import (
 // replay rebuilds the same launches, numbers and finding IDs (see
 // rule.Checkpoint), so nothing already announced is announced again.
 
-// Engine positions of records read from the stream: the stream sequence of
-// the message, then the record's index in the message (a launch may begin
-// in the middle of a batch; the records before it belong to the launch
-// before). 20 bits hold a million records, more than a message can carry.
-const recordBits = 20
+// Engine positions of records read from the stream (lane.StreamPos).
+const recordBits = lane.RecordBits
 
-func streamPos(seq uint64, record int) uint64 {
-	return seq<<recordBits | uint64(min(record, 1<<recordBits-1))
-}
+func streamPos(seq uint64, record int) uint64 { return lane.StreamPos(seq, record) }
 
-func posSeq(pos uint64) uint64 { return pos >> recordBits }
+func posSeq(pos uint64) uint64 { return lane.PosSeq(pos) }
 
 const checkpointName = "checkpoint.json"
 
@@ -55,11 +52,24 @@ type checkpointer struct {
 	stream time.Time
 	last   rule.Checkpoint
 	from   atomic.Uint64 // stream sequence the warm-up replay started at
-	// announced is, per finding ID, the version (Updates) stored when the
-	// warm-up began: the replay derives the same versions again, and those
-	// up to it were announced already (a finding resolved before the
-	// restart is re-derived active first).
-	announced map[string]int
+}
+
+// saveCheckpoints is the committer's: after an index flush, the engines'
+// checkpoints (and on a cluster the index's progress per partition).
+func (s *server) saveCheckpoints(ctx context.Context) {
+	if s.node.Load() != nil {
+		s.saveLanes(ctx)
+		return
+	}
+	s.saveCheckpoint()
+}
+
+// warmSeq is how far the warm-up replay got.
+func (s *server) warmSeq() uint64 {
+	if s.single == nil {
+		return 0
+	}
+	return s.single.Last()
 }
 
 // save writes cp unless it is the one written last. A failure is logged
@@ -67,7 +77,10 @@ type checkpointer struct {
 // warm-up replay more.
 func (s *server) saveCheckpoint() {
 	c := &s.ckpt
-	cp := s.engine.Checkpoint()
+	if s.single == nil {
+		return
+	}
+	cp := s.single.Checkpoint()
 	if c.path == "" || (c.last != nil && cp.Equal(c.last)) {
 		return
 	}
@@ -122,12 +135,13 @@ func (s *server) parseCheckpoint(b []byte, created time.Time, where string) rule
 	return f.Clusters
 }
 
-// startWarmUp prepares the warm-up replay of a stream: the engine restored
+// startWarmUp prepares the warm-up replay of a stream: engine restored
 // from the checkpoint (and the stored findings of older launches), the
 // checkpoint to skip records by, and the ordered consumer's config, which
 // starts at the checkpoint's earliest position (the whole stream without
 // one).
-func (s *server) startWarmUp(info *jetstream.StreamInfo, subjects []string) (rule.Checkpoint, jetstream.OrderedConsumerConfig) {
+func (s *server) startWarmUp(info *jetstream.StreamInfo, engine *rule.Engine) (rule.Checkpoint, jetstream.OrderedConsumerConfig) {
+	subjects := []string{transport.StreamSubjects}
 	s.ckpt.path = filepath.Join(s.cfg.DataDir, checkpointName)
 	s.ckpt.stream = info.Created
 	occ := jetstream.OrderedConsumerConfig{FilterSubjects: subjects}
@@ -143,13 +157,8 @@ func (s *server) startWarmUp(info *jetstream.StreamInfo, subjects []string) (rul
 		// launches are rebuilt from what is left, as a full replay would.
 		s.log.Warn("the stream no longer holds the checkpoint's first records", "from_seq", from, "first_seq", first)
 	}
-	stored := s.idx.Findings()
-	s.ckpt.announced = make(map[string]int, len(stored))
-	for _, f := range stored {
-		s.ckpt.announced[f.ID] = f.Updates
-	}
 	if len(cp) > 0 {
-		s.engine.Restore(cp, stored)
+		engine.Restore(cp, s.idx.Findings())
 		s.ckpt.last = cp
 	}
 	from = max(from, first)
@@ -159,30 +168,4 @@ func (s *server) startWarmUp(info *jetstream.StreamInfo, subjects []string) (rul
 	s.ckpt.from.Store(from)
 	s.log.Info("warm-up", "from_seq", from, "first_seq", first, "last_seq", info.State.LastSeq, "checkpoint_clusters", len(cp))
 	return cp, occ
-}
-
-// warmRecord replays one record of the warm-up (record i of the message at
-// stream sequence seq); it reports whether the engine saw it. A record
-// before its cluster's checkpoint launch belongs to a launch the engine had
-// forgotten: it is only remembered as seen, so that a redelivery of it is
-// not taken for new either.
-func (s *server) warmRecord(cp rule.Checkpoint, seq uint64, i int, ev *parsers.Event) bool {
-	pos := streamPos(seq, i)
-	if cp.Skip(ev.Cluster, pos) {
-		s.seen.add(ev.ID)
-		return false
-	}
-	if !s.seen.add(ev.ID) {
-		return false
-	}
-	fs := s.engine.ObserveAt(ev, pos)
-	fresh := fs[:0]
-	for _, f := range fs {
-		if f.Updates > s.ckpt.announced[f.ID] {
-			fresh = append(fresh, f)
-		}
-	}
-	s.announce(fresh)
-	s.evaluated.Add(1)
-	return true
 }

@@ -72,6 +72,10 @@ type Config struct {
 	// AckWait is how long JetStream waits for an ack before redelivering:
 	// after a crash, the messages the dead process held come back after it.
 	AckWait time.Duration
+	// Settle is how long a finding's version waits for a newer one before
+	// it is announced (lane.DefaultSettle; negative: none): a burst of
+	// facts gives one revision, and no fix the next record corrects.
+	Settle time.Duration
 	// ReloadInterval is how often the rule directories are checked.
 	ReloadInterval time.Duration
 	// Reload, when set, reloads the rules on every receive (serve sends on

@@ -92,14 +92,14 @@ func (s *server) runDemo(ctx context.Context, natsURL, httpAddr string) error {
 // shippers flush within 50 ms, the consumer acks within AckInterval). It
 // reports false when ctx ended first.
 func (s *server) settle(ctx context.Context) bool {
-	last, still := s.records.Load(), 0
+	last, still := s.counters.Records.Load(), 0
 	for still < 10 {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-time.After(100 * time.Millisecond):
 		}
-		if n := s.records.Load(); n != last || n == 0 {
+		if n := s.counters.Records.Load(); n != last || n == 0 {
 			last, still = n, 0
 			continue
 		}

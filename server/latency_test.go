@@ -28,7 +28,8 @@ import (
 // a tailed file to its finding on the findings subject, through an
 // in-process shipper with its defaults (the figure a user gets), the
 // embedded NATS and the analyzer. It reports p50 and p99 besides the mean
-// (ns/op):
+// (ns/op). The announcer's settle window is part of it (BENCH_SETTLE, a
+// duration, sets another):
 //
 //	taskset -c 1 env GOMAXPROCS=1 go test ./server -run '^$' -bench LineToFinding -benchtime 200x
 func BenchmarkLineToFinding(b *testing.B) {
@@ -37,9 +38,16 @@ func BenchmarkLineToFinding(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var settle time.Duration
+	if v := os.Getenv("BENCH_SETTLE"); v != "" {
+		var err error
+		if settle, err = time.ParseDuration(v); err != nil {
+			b.Fatalf("BENCH_SETTLE: %v", err)
+		}
+	}
 	go func() {
 		done <- Run(ctx, Config{DataDir: filepath.Join(dir, "data"), NATSListen: "127.0.0.1:-1", HTTP: "127.0.0.1:0", Stdout: io.Discard,
-			Log: quiet, Ready: func(a Addrs) { ready <- a }})
+			Log: quiet, Ready: func(a Addrs) { ready <- a }, Settle: settle})
 	}()
 	defer func() { cancel(); <-done }()
 	var addrs Addrs

@@ -21,10 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/faultline/faultline/cluster"
-	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/atomicfile"
+	"github.com/faultline/faultline/lane"
 	"github.com/faultline/faultline/rule"
-	"github.com/faultline/faultline/sink"
 	"github.com/faultline/faultline/transport"
 )
 
@@ -43,8 +42,9 @@ import (
 // compare-and-set, so the replay announces nothing already announced.
 
 // startCluster makes the partitioned stream and joins the cluster; the
-// function it returns owns partitions until ctx is done.
-func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsURL, httpAddr string) (func(context.Context) error, error) {
+// function it returns owns partitions until ctx is done, and stop stops
+// the announcer and the committer.
+func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsURL, httpAddr string) (consume func(context.Context) error, stop func(), err error) {
 	c := s.cfg.Cluster
 	var parts, replicas int
 	var info *jetstream.StreamInfo
@@ -67,11 +67,11 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 		return st, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.streamCreated = info.Created
 	if err := s.hook.open(ctx, js); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	advertise := c.Advertise
 	if advertise == "" && httpAddr != "" {
@@ -92,18 +92,20 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 		}
 		s.log.Warn("joining the cluster, retrying", "err", err)
 		if sleepCtx(ctx, time.Second); ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	}
 	s.progress = loadProgress(filepath.Join(s.cfg.DataDir, progressName), info.Created, s.log)
-	s.announcer = &claimSink{claims: node.Claims, next: s.sinkList(nil), log: s.log}
+	// The findings bucket is the ledger: its compare-and-set makes one
+	// member announce each version.
+	stop = s.startAnnouncer(ctx, node.Claims, true)
 	s.node.Store(node) // the HTTP handlers read it from now on
 	s.useClusterSearch(node)
 	s.log.Info("cluster member", "member", opts.Member, "partitions", parts, "replicas", replicas, "http", advertise)
 	return func(ctx context.Context) error {
 		node.Run(ctx, func(ctx context.Context, l *cluster.Lease) { s.own(ctx, st, l) })
 		return nil
-	}, nil
+	}, stop, nil
 }
 
 // partitionCount is how many partitions the stream has: an existing
@@ -186,60 +188,49 @@ func (s *server) own(ctx context.Context, st jetstream.Stream, l *cluster.Lease)
 // runPartition replays and then follows one partition until ctx is done or
 // the lease is no longer certainly held.
 func (s *server) runPartition(ctx context.Context, st jetstream.Stream, l *cluster.Lease) error {
-	ln, occ, err := s.openLane(ctx, st, l)
+	pl, occ, err := s.openLane(ctx, st, l)
 	if err != nil {
 		return err
 	}
-	s.lanes.add(ln)
-	defer s.lanes.remove(ln)
+	s.lanes.add(pl)
+	defer s.lanes.remove(pl)
 	// Given up (another member's turn, or shutdown): its next owner
 	// starts where its launches began, as of now.
-	defer s.saveLane(context.WithoutCancel(ctx), ln)
-	oc, err := st.OrderedConsumer(ctx, occ)
+	defer s.saveLane(context.WithoutCancel(ctx), pl)
+	part := l.Partition
+	src, err := openOrdered(ctx, st, occ, l.Valid, func(seq uint64) {
+		s.progress.set(part, seq) // called after the index flushed it
+	})
 	if err != nil {
-		return fmt.Errorf("partition %d: consumer: %w", l.Partition, err)
+		return fmt.Errorf("partition %d: %w", part, err)
 	}
-	it, err := oc.Messages()
-	if err != nil {
-		return fmt.Errorf("partition %d: %w", l.Partition, err)
+	defer src.Close()
+	if err := pl.Follow(ctx, src); err != nil && !errors.Is(err, lane.ErrStopped) {
+		return fmt.Errorf("partition %d: %w", part, err)
 	}
-	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("partition %d: %w", l.Partition, err)
-		}
-		if !l.Valid() {
-			// Another member may take it from now on: stop before it can.
-			return nil
-		}
-		b := transport.BatchOf(msg)
-		ln.pending.Store(b.Pending)
-		seq := b.Seq
-		s.handle(ln, b, func(context.Context, error) error {
-			s.progress.set(ln.part, seq) // called after the index flushed it
-			return nil
-		})
-	}
+	return nil
+}
+
+// partLane is a partition's lane with its lease and the checkpoint last
+// saved to KV.
+type partLane struct {
+	*lane.Lane
+	lease  *cluster.Lease
+	saveMu sync.Mutex
+	saved  rule.Checkpoint // under saveMu
 }
 
 // openLane prepares partition p's lane: a new engine restored from the
 // partition's checkpoint, and where the replay starts.
-func (s *server) openLane(ctx context.Context, st jetstream.Stream, l *cluster.Lease) (*lane, jetstream.OrderedConsumerConfig, error) {
+func (s *server) openLane(ctx context.Context, st jetstream.Stream, l *cluster.Lease) (*partLane, jetstream.OrderedConsumerConfig, error) {
 	p := l.Partition
-	occ := jetstream.OrderedConsumerConfig{FilterSubjects: []string{transport.PartitionFilter(p)}}
+	filter := jetstream.OrderedConsumerConfig{FilterSubjects: []string{transport.PartitionFilter(p)}}
+	occ := filter
 	info, err := st.Info(ctx)
 	if err != nil {
 		return nil, occ, fmt.Errorf("partition %d: stream info: %w", p, err)
 	}
-	ln := &lane{part: p, lease: l, engine: rule.NewEngine(s.engine.Rules()), seen: newSeenSet(1 << 16)}
-	ln.engine.ForgetFindings() // the findings bucket keeps them
-	s.reportSlowRules(ln.engine)
+	engine := s.newEngine(s.running.Rules())
 	first, last := max(info.State.FirstSeq, 1), info.State.LastSeq
 	node := s.node.Load()
 	b, err := node.State.Load(ctx, p)
@@ -256,97 +247,110 @@ func (s *server) openLane(ctx context.Context, st jetstream.Stream, l *cluster.L
 		cp = nil
 	}
 	if len(cp) > 0 {
-		ln.engine.Restore(cp, node.Findings())
-		ln.skip, ln.saved = cp, cp
+		engine.Restore(cp, node.Findings())
 	} else {
 		from = first
 	}
-	ln.indexFrom = s.progress.get(p) + 1
-	ln.replayTo = last
-	start := max(min(from, ln.indexFrom), first)
-	if start > 1 {
-		occ.DeliverPolicy, occ.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+	r := lane.Resume{Checkpoint: cp, IndexFrom: s.progress.get(p) + 1, ReplayTo: last}
+	cfg := s.laneConfig(p, engine, lane.NewSeen(1<<16))
+	cfg.Reopen = func(ctx context.Context, from uint64) (lane.Source, error) {
+		return openOrdered(ctx, st, fromSeq(filter, from), nil, nil)
 	}
+	pl := &partLane{Lane: lane.New(cfg, r), lease: l, saved: cp}
+	start := max(min(from, r.IndexFrom), first)
+	occ = fromSeq(occ, start)
 	s.log.Info("partition replay", "partition", p, "epoch", l.Epoch, "from_seq", start, "engine_from", from,
-		"index_from", ln.indexFrom, "last_seq", last, "checkpoint_clusters", len(cp))
-	return ln, occ, nil
+		"index_from", r.IndexFrom, "last_seq", last, "checkpoint_clusters", len(cp))
+	return pl, occ, nil
 }
 
 // saveLanes records, after an index flush, how far the index got in each
 // partition (this analyzer's partitions.json) and each lane engine's
 // checkpoint (in KV, while the lease holds).
 func (s *server) saveLanes(ctx context.Context) {
-	for _, ln := range s.lanes.all() {
-		s.saveLane(ctx, ln)
+	for _, pl := range s.lanes.all() {
+		s.saveLane(ctx, pl)
 	}
 	if err := s.progress.save(); err != nil {
 		s.log.Warn("partition progress not saved; the next start indexes some records again", "err", err)
 	}
 }
 
-// saveLane writes ln's engine checkpoint to KV if it changed, while its
+// saveLane writes pl's engine checkpoint to KV if it changed, while its
 // lease holds. Any position is safe to write: the records are in the
 // stream whether indexed yet or not.
-func (s *server) saveLane(ctx context.Context, ln *lane) {
-	ln.saveMu.Lock()
-	defer ln.saveMu.Unlock()
-	cp := ln.engine.Checkpoint()
-	if len(cp) == 0 || (ln.saved != nil && cp.Equal(ln.saved)) || !ln.lease.Valid() {
+func (s *server) saveLane(ctx context.Context, pl *partLane) {
+	pl.saveMu.Lock()
+	defer pl.saveMu.Unlock()
+	cp := pl.Checkpoint()
+	if len(cp) == 0 || (pl.saved != nil && cp.Equal(pl.saved)) || !pl.lease.Valid() {
 		return
 	}
 	b, _ := json.Marshal(checkpointFile{Stream: s.streamCreated, RecordBits: recordBits, Clusters: cp})
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := s.node.Load().State.Save(cctx, ln.part, b); err != nil {
-		s.log.Warn("partition checkpoint not saved; its next owner replays more", "partition", ln.part, "err", err)
+	if err := s.node.Load().State.Save(cctx, pl.Part(), b); err != nil {
+		s.log.Warn("partition checkpoint not saved; its next owner replays more", "partition", pl.Part(), "err", err)
 		return
 	}
-	ln.saved = cp
+	pl.saved = cp
 }
 
-// laneSet are the lanes running now.
+// laneSet are the partition lanes running now.
 type laneSet struct {
 	mu    sync.Mutex
-	lanes map[int]*lane
+	lanes map[int]*partLane
 }
 
-func (ls *laneSet) add(l *lane) {
+func (ls *laneSet) add(l *partLane) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.lanes == nil {
-		ls.lanes = map[int]*lane{}
+		ls.lanes = map[int]*partLane{}
 	}
-	ls.lanes[l.part] = l
+	ls.lanes[l.Part()] = l
 }
 
-func (ls *laneSet) remove(l *lane) {
+func (ls *laneSet) remove(l *partLane) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.lanes[l.part] == l {
-		delete(ls.lanes, l.part)
+	if ls.lanes[l.Part()] == l {
+		delete(ls.lanes, l.Part())
 	}
 }
 
-func (ls *laneSet) all() []*lane {
+func (ls *laneSet) all() []*partLane {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	out := make([]*lane, 0, len(ls.lanes))
+	out := make([]*partLane, 0, len(ls.lanes))
 	for _, l := range ls.lanes {
 		out = append(out, l)
 	}
-	slices.SortFunc(out, func(a, b *lane) int { return a.part - b.part })
+	slices.SortFunc(out, func(a, b *partLane) int { return a.Part() - b.Part() })
 	return out
 }
 
-// engines are the rule engines running: the whole stream's, or each
-// partition's (for /metrics and rule reloads).
-func (s *server) engines() []*rule.Engine {
+// allLanes are the lanes running: the whole stream's, or each partition's.
+func (s *server) allLanes() []*lane.Lane {
 	if s.node.Load() == nil {
-		return []*rule.Engine{s.engine}
+		if s.single == nil {
+			return nil
+		}
+		return []*lane.Lane{s.single}
 	}
-	out := []*rule.Engine{s.engine} // the rules to start new lanes with
-	for _, l := range s.lanes.all() {
-		out = append(out, l.engine)
+	var out []*lane.Lane
+	for _, pl := range s.lanes.all() {
+		out = append(out, pl.Lane)
+	}
+	return out
+}
+
+// engines are the rule engines: the running rules first (every loaded rule
+// has a metric), then each lane's (for /metrics).
+func (s *server) engines() []*rule.Engine {
+	out := []*rule.Engine{s.running}
+	for _, l := range s.allLanes() {
+		out = append(out, l.Engine())
 	}
 	return out
 }
@@ -414,56 +418,6 @@ func (p *progress) save() error {
 	return nil
 }
 
-// claimSink passes on only the findings this member wins the claim of:
-// each version of a finding reaches the sinks of exactly one member.
-type claimSink struct {
-	claims *cluster.Claims
-	next   sink.Sink
-	log    *slog.Logger
-}
-
-func (c *claimSink) Announce(ctx context.Context, fs []finding.Finding) error {
-	won := fs[:0:0]
-	var errs []error
-	for _, f := range fs {
-		f, ok, err := c.claim(ctx, f)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if ok {
-			won = append(won, f)
-		}
-	}
-	if len(won) > 0 {
-		errs = append(errs, c.next.Announce(ctx, won))
-	}
-	return errors.Join(errs...)
-}
-
-// claim tries a few times: while a NATS server of the cluster is lost, the
-// bucket answers again once its stream has a new leader (seconds).
-func (c *claimSink) claim(ctx context.Context, f finding.Finding) (finding.Finding, bool, error) {
-	var err error
-	for try := range 4 {
-		if try > 0 {
-			c.log.Warn("finding claim failed, retrying", "id", f.ID, "err", err)
-			sleepCtx(ctx, time.Duration(try)*time.Second)
-		}
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		var won bool
-		var g finding.Finding
-		g, won, err = c.claims.Claim(cctx, f)
-		cancel()
-		if err == nil || ctx.Err() != nil {
-			return g, won, err
-		}
-	}
-	return f, false, err
-}
-
-func (c *claimSink) Close() error { return c.next.Close() }
-
 // partitionCollector is the cluster's side of /metrics: the partitions
 // owned here, each one's lease epoch and lag, and how often leases moved.
 // Nothing is exposed on one machine.
@@ -503,6 +457,6 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.epoch, prometheus.GaugeValue, float64(e), strconv.Itoa(p))
 	}
 	for _, l := range c.s.lanes.all() {
-		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(l.pending.Load()), strconv.Itoa(l.part))
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(l.Pending()), strconv.Itoa(l.Part()))
 	}
 }

@@ -22,19 +22,27 @@ func (s *server) collectors() []prometheus.Collector {
 	return append(store,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_records_consumed_total",
 			Help: "Records consumed from the stream by this process (redeliveries included)."},
-			func() float64 { return float64(s.records.Load()) }),
+			func() float64 { return float64(s.counters.Records.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_rule_evaluations_total",
 			Help: "Events the rule engine evaluated (each record once, the warm-up replay included)."},
-			func() float64 { return float64(s.evaluated.Load()) }),
+			func() float64 { return float64(s.counters.Evaluated.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_bad_messages_total",
 			Help: "Messages with a line that is not a record (the records before it are used, the rest dropped)."},
-			func() float64 { return float64(s.badMessages.Load()) }),
+			func() float64 { return float64(s.counters.BadMessages.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_nats_errors_total",
 			Help: "Asynchronous NATS errors of serve's connection (slow-consumer drops, permission violations); each is logged."},
 			func() float64 { return float64(s.natsErrors.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_index_lag_records",
 			Help: "Records evaluated but not yet known flushed to the index (their messages are not acknowledged yet)."},
-			func() float64 { return float64(s.unindexed.Load()) }),
+			func() float64 { return float64(s.commit.Unindexed()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_findings_unannounced",
+			Help: "Findings with a version not yet taken by every sink (settling, or retried after a sink failed)."},
+			func() float64 {
+				if s.announcer == nil {
+					return 0
+				}
+				return float64(s.announcer.Pending())
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_index_queue_depth",
 			Help: "Events handed to the index and not yet in an executed batch."},
 			func() float64 { st := x.Stats(); return float64(st.Added) - float64(st.Indexed) }),

@@ -25,6 +25,7 @@ import (
 	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/version"
+	"github.com/faultline/faultline/lane"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/receiver"
 	"github.com/faultline/faultline/rule"
@@ -33,48 +34,47 @@ import (
 	"github.com/faultline/faultline/web"
 )
 
-// server is one run of serve: its connections and the state shared by the
-// consumer, the acker and the HTTP handlers.
+// server is one run of serve: its connections, its lanes (package lane)
+// and the state the HTTP handlers read.
 type server struct {
 	cfg           Config
 	log           *slog.Logger
 	nc            *nats.Conn
-	engine        *rule.Engine // the whole stream's; on a cluster, only the running rules (each partition has its own)
-	idx           index.Store  // Bleve on disk today
-	hook          *webhook
-	seen          *seenSet
-	single        *lane              // the whole stream, on one machine
 	ns            *natsserver.Server // the embedded NATS server (nil with an external one)
 	natsStore     *storeGuard        // restarts its JetStream after a full disk (nil with an external one)
+	running       *rule.Engine       // the rules running now (it observes nothing): /api/rules, metrics, new lanes
+	idx           index.Store        // Bleve on disk today
+	hook          *webhook
 	streamCreated time.Time
 	progress      *progress
-	// On a cluster (partitions.go): this member, its partitions' lanes,
-	// and what the HTTP API searches (the fan-out across members).
-	node  atomic.Pointer[cluster.Node]
-	lanes laneSet
+	// single is the whole stream's lane, on one machine; on a cluster
+	// (partitions.go) this member and its partitions' lanes, and what the
+	// HTTP API searches (the fan-out across members).
+	single *lane.Lane
+	node   atomic.Pointer[cluster.Node]
+	lanes  laneSet
 	// search answers the API; searchLocal a peer's local=1 (only the
 	// partitions owned here).
 	search, searchLocal searchSwitch
 
-	// warming is set until the warm-up replay is done; warmSeq of warmLast
-	// is how far it got.
-	warming           atomic.Bool
-	warmSeq, warmLast atomic.Uint64
-	ckpt              checkpointer // where the warm-up starts (checkpoint.go)
+	// warming is set until the warm-up replay is done (warmLast is the
+	// stream's last sequence it replays to).
+	warming  atomic.Bool
+	warmLast atomic.Uint64
+	ckpt     checkpointer // where the warm-up starts (checkpoint.go)
 
-	acks      chan transport.AckFunc // of handled batches, settled after an index flush
-	unindexed atomic.Int64           // records evaluated but not yet known flushed (the index lag)
-	records   atomic.Int64
-	connErr   atomic.Value // string: the last failed NATS connection attempt's error, "" once connected
-	// For /metrics (servemetrics.go).
-	evaluated   atomic.Int64
-	badMessages atomic.Int64
-	natsErrors  atomic.Int64 // asynchronous NATS errors (slow consumer drops, permissions)
-	cons        atomic.Value // jetstream.Consumer, once created
+	// The live path's shared parts: counters of every lane, the committer
+	// (acks after an index flush) and the announcer (sinks.go).
+	counters  lane.Counters
+	commit    *lane.Committer
+	announcer *lane.Announcer
+	reloads   reloadState // the last rule reload (reload.go)
 
-	// announcer passes new and changed findings on to the sinks (sinks.go).
-	announcer sink.Sink
-	stages    *stageMetrics // per-stage latency of live batches (stages.go)
+	connErr    atomic.Value // string: the last failed NATS connection attempt's error, "" once connected
+	natsErrors atomic.Int64 // asynchronous NATS errors (slow consumer drops, permissions)
+	cons       atomic.Value // jetstream.Consumer, once created
+
+	stages *stageMetrics // per-stage latency of live batches (stages.go)
 
 	receiver *receiver.Receiver // OTLP and Loki push (receive.go); nil when off
 
@@ -83,7 +83,8 @@ type server struct {
 	liveFindings *web.Hub[finding.Finding]
 }
 
-// Run serves until ctx is done.
+// Run serves until ctx is done. It is wiring: each component has a start
+// function that returns its stop, and they stop in the reverse order.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -105,40 +106,98 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	s := &server{
-		cfg: cfg, log: cfg.Log, engine: rule.NewEngine(rules),
-		seen: newSeenSet(1 << 18), acks: make(chan transport.AckFunc, 4096),
+		cfg: cfg, log: cfg.Log, running: rule.NewEngine(rules),
 		liveEvents: web.NewHub[*parsers.Event](1024), liveFindings: web.NewHub[finding.Finding](64),
 		stages: newStageMetrics(),
 	}
-	s.engine.ForgetFindings() // the store keeps them
-	s.single = &lane{part: -1, engine: s.engine, seen: s.seen}
-	s.reportSlowRules(s.engine)
+	s.reloads.succeeded(time.Now())
 
-	natsURL := cfg.NATS.URL
+	stop, natsURL, err := s.startNATS()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if stop, err = s.openIndex(); err != nil {
+		return err
+	}
+	defer stop()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer s.startStoreGuard(runCtx)()
+	if err := s.startReceiver(); err != nil {
+		return err
+	}
+	s.hook = newWebhook(cfg.Webhook, cfg.WebhookBackoff, s.log)
+	s.commit = lane.NewCommitter(s.idx.Flush, cfg.AckInterval, s.saveCheckpoints, s.log)
+
+	s.warming.Store(true)
+	// HTTP comes up before NATS is known to work: while an external server
+	// cannot be reached, /healthz says so and the stored findings are served.
+	addrs := Addrs{NATS: natsURL}
+	if addrs.HTTP, err = s.startHTTP(front); err != nil {
+		return err
+	}
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	var consume func(context.Context) error
+	if s.cfg.Cluster.Enabled() {
+		consume, stop, err = s.startCluster(runCtx, js, natsURL, addrs.HTTP)
+	} else {
+		consume, stop, err = s.startSingle(runCtx, js, natsURL)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: the next start does it again
+		}
+		return err
+	}
+	defer stop() // the announcer and the committer
+	s.warming.Store(false)
+
+	defer s.startWebhook(runCtx)()
+	defer s.startRuleWatcher(runCtx, rulesState)()
+	defer s.startDemo(runCtx, natsURL, addrs.HTTP)()
+	if cfg.Ready != nil {
+		cfg.Ready(addrs)
+	}
+	s.log.Info("serving", "nats", natsURL, "consumer", cfg.Durable, "clustered", s.node.Load() != nil)
+	return consume(runCtx)
+}
+
+// startNATS starts the embedded NATS server (unless an external one is
+// configured) and connects to it; stop closes the connection and the
+// server.
+func (s *server) startNATS() (stop func(), natsURL string, err error) {
+	cfg := s.cfg
+	natsURL = cfg.NATS.URL
 	var opts []nats.Option
+	stopServer := func() {}
 	if natsURL == "" {
 		ns, nsOpts, err := cfg.startNATS()
 		if err != nil {
-			return err
+			return nil, "", err
 		}
 		s.ns = ns
 		s.natsStore = newStoreGuard(ns, nsOpts, s.log)
+		stopServer = func() { ns.Shutdown(); ns.WaitForShutdown() }
 		if !loopback(cfg.NATSListen) && cfg.NATS.User == "" && cfg.NATS.Token == "" {
 			s.log.Warn("embedded NATS listens beyond this host without authentication: anyone who reaches it can publish logs; set --token (shippers pass the same --token)", "listen", cfg.NATSListen)
 		}
 		auth, err := cfg.NATS.Options()
 		if err != nil {
-			return err
+			stopServer()
+			return nil, "", err
 		}
 		opts = append(opts, auth...)
-		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 		natsURL = ns.ClientURL()
 		opts = append(opts, nats.InProcessServer(ns))
 		s.log.Info("embedded nats", "url", natsURL, "store", cfg.natsStoreDir())
 	} else {
 		auth, err := cfg.NATS.Options()
 		if err != nil {
-			return err
+			return nil, "", err
 		}
 		opts = append(auth, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
 			// Failed attempts, the first connection's included, say why,
@@ -167,110 +226,147 @@ func Run(ctx context.Context, cfg Config) error {
 		}))
 	s.nc, err = nats.Connect(natsURL, opts...)
 	if err != nil {
-		return fmt.Errorf("nats %s: %w", natsURL, err)
+		stopServer()
+		return nil, "", fmt.Errorf("nats %s: %w", natsURL, err)
 	}
-	defer s.nc.Close()
+	return func() { s.nc.Close(); stopServer() }, natsURL, nil
+}
 
+// openIndex opens the index under the data dir; stop closes it.
+func (s *server) openIndex() (stop func(), err error) {
 	// Safe batches: a message is acked only once its records are on disk,
 	// so a kill -9 never loses an acknowledged record.
 	// Partitioned: on a cluster every document carries its partition,
 	// 0 included, so that a search can keep to the partitions owned here.
-	s.idx, err = index.Open(cfg.DataDir, index.Options{Safe: true, FlushInterval: cfg.AckInterval,
-		SearchTimeout: cfg.SearchTimeout, Logger: s.log, Partitioned: cfg.Cluster.Enabled()})
+	s.idx, err = index.Open(s.cfg.DataDir, index.Options{Safe: true, FlushInterval: s.cfg.AckInterval,
+		SearchTimeout: s.cfg.SearchTimeout, Logger: s.log, Partitioned: s.cfg.Cluster.Enabled()})
 	if err != nil {
-		return fmt.Errorf("index: %w", err)
+		return nil, fmt.Errorf("index: %w", err)
 	}
-	defer s.idx.Close()
 	s.search.local, s.searchLocal.local = s.idx, s.idx
-	if err := s.startReceiver(); err != nil {
-		return err
-	}
-	s.hook = newWebhook(cfg.Webhook, cfg.WebhookBackoff, s.log)
-	s.announcer = s.newSinks()
-
-	var wg sync.WaitGroup
-	runCtx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); wg.Wait() }()
-	if s.natsStore != nil {
-		wg.Go(func() { s.natsStore.run(runCtx) })
-	}
-	s.warming.Store(true)
-	// HTTP comes up before NATS is known to work: while an external server
-	// cannot be reached, /healthz says so and the stored findings are served.
-	addrs := Addrs{NATS: natsURL}
-	if front != nil {
-		h, err := s.handler()
-		if err != nil {
-			return err
-		}
-		front.serve(h)
-		addrs.HTTP = front.addr()
-		s.log.Info("http", "addr", addrs.HTTP)
-		if !loopback(addrs.HTTP) && cfg.HTTPToken == "" {
-			s.log.Warn("HTTP listens beyond this host without a token: anyone who reaches it can read the logs and findings; set FAULTLINE_HTTP_TOKEN or --http-token-file", "listen", addrs.HTTP)
-		}
-	}
-	js, err := jetstream.New(s.nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	var consume func(context.Context) error
-	if s.cfg.Cluster.Enabled() {
-		consume, err = s.startCluster(ctx, js, natsURL, addrs.HTTP)
-	} else {
-		consume, err = s.startSingle(ctx, js, natsURL)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting: the next start does it again
-		}
-		return err
-	}
-	s.warming.Store(false)
-
-	wg.Go(func() { s.hook.run(runCtx) })
-	wg.Go(func() { s.ackLoop(runCtx) })
-	wg.Go(func() { s.watchRules(runCtx, rulesState) })
-	if cfg.Demo != "" || cfg.DemoFS != nil {
-		wg.Go(func() {
-			if err := s.runDemo(runCtx, natsURL, addrs.HTTP); err != nil {
-				s.log.Error("demo", "err", err)
-			}
-		})
-	}
-	if cfg.Ready != nil {
-		cfg.Ready(addrs)
-	}
-	s.log.Info("serving", "nats", natsURL, "consumer", cfg.Durable, "clustered", s.node.Load() != nil)
-	return consume(ctx)
+	return func() { s.idx.Close() }, nil
 }
 
-// startSingle is the one-machine way: the whole stream, replayed into the
-// engine from the checkpoint, then read by one durable consumer.
-func (s *server) startSingle(ctx context.Context, js jetstream.JetStream, natsURL string) (func(context.Context) error, error) {
+// startHTTP hands the early listener serve's full handler; it returns the
+// address it listens on ("" without HTTP). The listener is closed by Run's
+// front.close.
+func (s *server) startHTTP(front *earlyHTTP) (string, error) {
+	if front == nil {
+		return "", nil
+	}
+	h, err := s.handler()
+	if err != nil {
+		return "", err
+	}
+	front.serve(h)
+	addr := front.addr()
+	s.log.Info("http", "addr", addr)
+	if !loopback(addr) && s.cfg.HTTPToken == "" {
+		s.log.Warn("HTTP listens beyond this host without a token: anyone who reaches it can read the logs and findings; set FAULTLINE_HTTP_TOKEN or --http-token-file", "listen", addr)
+	}
+	return addr, nil
+}
+
+// startStoreGuard watches the embedded NATS store (a full disk) until
+// stopped.
+func (s *server) startStoreGuard(ctx context.Context) (stop func()) {
+	if s.natsStore == nil {
+		return func() {}
+	}
+	return goUntilStopped(ctx, s.natsStore.run)
+}
+
+// startWebhook delivers the webhook outbox until stopped.
+func (s *server) startWebhook(ctx context.Context) (stop func()) {
+	return goUntilStopped(ctx, s.hook.run)
+}
+
+// startRuleWatcher reloads the rules on a change of their files or a
+// signal until stopped.
+func (s *server) startRuleWatcher(ctx context.Context, state [32]byte) (stop func()) {
+	return goUntilStopped(ctx, func(ctx context.Context) { s.watchRules(ctx, state) })
+}
+
+// startDemo replays the demo's nodes through in-process shippers (with
+// --demo) until stopped.
+func (s *server) startDemo(ctx context.Context, natsURL, httpAddr string) (stop func()) {
+	if s.cfg.Demo == "" && s.cfg.DemoFS == nil {
+		return func() {}
+	}
+	return goUntilStopped(ctx, func(ctx context.Context) {
+		if err := s.runDemo(ctx, natsURL, httpAddr); err != nil {
+			s.log.Error("demo", "err", err)
+		}
+	})
+}
+
+// goUntilStopped runs fn in a goroutine; stop cancels its context and
+// waits for it.
+func goUntilStopped(ctx context.Context, fn func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { fn(ctx) })
+	return func() { cancel(); wg.Wait() }
+}
+
+// newEngine is a lane's rule engine: it forgets findings with their
+// launches (the ledger keeps them) and reports slow rules.
+func (s *server) newEngine(rules []*rule.Rule) *rule.Engine {
+	e := rule.NewEngine(rules)
+	e.ForgetFindings()
+	s.reportSlowRules(e)
+	return e
+}
+
+// laneConfig is what every lane of this process shares.
+func (s *server) laneConfig(part int, engine *rule.Engine, seen *lane.Seen) lane.Config {
+	return lane.Config{Part: part, Engine: engine, Seen: seen, Index: s.idx, Announcer: s.announcer, Committer: s.commit,
+		Counters: &s.counters, Metrics: s.stages, Live: s.liveEvents.Publish, NewEngine: s.newEngine, Log: s.log}
+}
+
+// startSingle is the one-machine way: one lane over the whole stream, its
+// engine replayed from the checkpoint (the warm-up), then fed by one
+// durable consumer whose acknowledgements say what the index holds. The
+// stop it returns stops the announcer and the committer.
+func (s *server) startSingle(ctx context.Context, js jetstream.JetStream, natsURL string) (consume func(context.Context) error, stop func(), err error) {
 	st, err := s.waitStream(ctx, natsURL, func(ctx context.Context) (jetstream.Stream, error) {
 		return s.cfg.ensureSingleStream(ctx, s.nc, js)
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Before the warm-up: it may announce findings the last run had not.
 	if err := s.hook.open(ctx, js); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	stop = s.startAnnouncer(ctx, sink.NewStoreLedger(s.idx), false)
 	if err := s.warmUp(ctx, st); err != nil {
-		return nil, err
+		stop()
+		return nil, nil, err
 	}
 	cons, err := transport.NewConsumer(ctx, st, transport.ConsumerOptions{Durable: s.cfg.Durable, AckWait: s.cfg.AckWait,
 		MaxPayload: int(s.nc.MaxPayload()), Log: s.log})
 	if err != nil {
-		return nil, err
+		stop()
+		return nil, nil, err
 	}
 	s.cons.Store(cons.JetStream())
 	return func(ctx context.Context) error {
 		defer cons.Close()
-		return s.consume(ctx, cons)
-	}, nil
+		return s.single.Follow(ctx, cons)
+	}, stop, nil
+}
+
+// startAnnouncer makes the announcer (through ledger, to serve's sinks)
+// and starts it and the committer; the stop it returns stops both, the
+// committer first. withStore: the stored findings are a sink (on a
+// cluster; on one machine they are the ledger).
+func (s *server) startAnnouncer(ctx context.Context, ledger sink.Ledger, withStore bool) (stop func()) {
+	s.announcer = lane.NewAnnouncer(ledger, s.sinkList(ledger.Findings(), withStore), lane.AnnouncerOptions{
+		Settle: s.cfg.Settle, Metrics: s.stages, Log: s.log})
+	stopAnnouncer := s.announcer.Start(ctx)
+	stopCommit := s.commit.Start(ctx)
+	return func() { stopCommit(); stopAnnouncer() }
 }
 
 // reportSlowRules logs, once a minute per rule, an evaluation of e's rules
@@ -307,12 +403,13 @@ func (s *server) waitStream(ctx context.Context, natsURL string, ensure func(con
 	}
 }
 
-// warmUp replays the stream into the engine before consuming, without
-// indexing or alerting anew: facts proven before a restart must still join
-// facts that arrive after it, and the engine keeps its state in memory only.
-// It starts where the engine's checkpoint says its kept launches began
+// warmUp makes the single lane and replays the stream into its engine
+// before consuming, without indexing (the durable consumer redelivers what
+// the index may lack): facts proven before a restart must still join facts
+// that arrive after it, and the engine keeps its state in memory only. It
+// starts where the engine's checkpoint says its kept launches began
 // (checkpoint.go). Findings it re-derives equal the stored ones and are not
-// announced again.
+// announced again (the ledger has them).
 func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 	info, err := st.Info(ctx)
 	if err != nil {
@@ -320,180 +417,30 @@ func (s *server) warmUp(ctx context.Context, st jetstream.Stream) error {
 	}
 	last := info.State.LastSeq
 	s.warmLast.Store(last)
-	cp, occ := s.startWarmUp(info, []string{transport.StreamSubjects})
+	engine := s.newEngine(s.running.Rules())
+	cp, occ := s.startWarmUp(info, engine)
+	cfg := s.laneConfig(-1, engine, lane.NewSeen(1<<18))
+	cfg.Reopen = func(ctx context.Context, from uint64) (lane.Source, error) {
+		return openOrdered(ctx, st, fromSeq(jetstream.OrderedConsumerConfig{FilterSubjects: []string{transport.StreamSubjects}}, from), nil, nil)
+	}
+	s.single = lane.New(cfg, lane.Resume{Checkpoint: cp})
 	if s.cfg.beforeWarmUp != nil {
 		s.cfg.beforeWarmUp()
 	}
 	if info.State.Msgs == 0 {
 		return nil
 	}
-	oc, err := st.OrderedConsumer(ctx, occ)
-	if err != nil {
-		return fmt.Errorf("warm-up consumer: %w", err)
-	}
-	it, err := oc.Messages()
+	src, err := openOrdered(ctx, st, occ, nil, nil)
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	n := 0
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-		recs, _ := transport.Decode(msg.Data())
-		for i := range recs {
-			ev := parsers.Parse(recs[i])
-			if s.warmRecord(cp, md.Sequence.Stream, i, &ev) {
-				n++
-			}
-		}
-		s.warmSeq.Store(md.Sequence.Stream)
-		if md.Sequence.Stream >= last {
-			s.log.Info("warm-up done", "records", n, "from_seq", s.ckpt.from.Load(), "last_seq", last)
-			return nil
-		}
+	defer src.Close()
+	n, err := s.single.Replay(ctx, src, last)
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
 	}
-}
-
-// handle evaluates and indexes the records of one batch of lane l and hands
-// its ack to the acker, which acks it once the index has flushed it. Every
-// record's rules run before any is indexed (Add builds the document and may
-// wait for the index's writers): a finding does not wait for the batch's
-// indexing.
-func (s *server) handle(l *lane, b transport.Batch, ack transport.AckFunc) {
-	got := time.Now()
-	// A partition's replay is not live: its latencies and events are old.
-	live := b.Seq == 0 || b.Seq > l.replayTo
-	if live {
-		s.stages.consumed(&b, got)
-	}
-	if b.Err != nil {
-		// The good records before the fault are still used; a
-		// redelivery would fail the same way, so the batch is acked.
-		s.log.Warn("bad message", "subject", b.Subject, "seq", b.Seq, "err", b.Err)
-		s.badMessages.Add(1)
-	}
-	seq := b.Seq // its stream sequence (0: unknown, the next warm-up replays everything)
-	evs := make([]parsers.Event, 0, len(b.Records))
-	var announcing time.Duration
-	for i := range b.Records {
-		ev := parsers.Parse(b.Records[i])
-		if ev.ID == "" {
-			continue
-		}
-		pos := streamPos(seq, i)
-		if l.skip.Skip(ev.Cluster, pos) {
-			// Before its cluster's checkpoint launch: the replay of a
-			// new owner does not observe it (checkpoint.go).
-			l.seen.add(ev.ID)
-		} else if l.seen.add(ev.ID) {
-			if fs := l.engine.ObserveAt(&ev, pos); len(fs) > 0 {
-				start := time.Now()
-				s.announce(fs)
-				now := time.Now()
-				announcing += now.Sub(start)
-				if live {
-					s.stages.announce.Observe(now.Sub(start).Seconds())
-					s.stages.found(&b, len(fs), now)
-				}
-			}
-			s.evaluated.Add(1)
-			if s.liveEvents != nil && live {
-				live := ev
-				s.liveEvents.Publish(&live)
-			}
-		}
-		if seq != 0 && seq < l.indexFrom {
-			continue // indexed here before (a replay of a partition taken back)
-		}
-		ev.Partition = max(l.part, 0)
-		evs = append(evs, ev)
-	}
-	indexing := time.Now()
-	s.stages.rules.Observe((indexing.Sub(got) - announcing).Seconds())
-	for i := range evs {
-		if err := s.idx.Add(&evs[i]); err != nil {
-			s.log.Error("index add", "id", evs[i].ID, "err", err)
-		}
-		s.unindexed.Add(1)
-		s.records.Add(1)
-	}
-	s.stages.index.Observe(time.Since(indexing).Seconds())
-	s.acks <- ack
-}
-
-// lane is one rule engine and what feeds it: the whole stream on one
-// machine, one partition on a cluster.
-type lane struct {
-	part   int // -1: the whole stream
-	engine *rule.Engine
-	seen   *seenSet
-	// skip leaves out the records before each cluster's checkpoint launch
-	// (a replay from a checkpoint); indexFrom is the first stream sequence
-	// not known to be in the index already.
-	skip      rule.Checkpoint
-	indexFrom uint64
-	// replayTo is the stream's last sequence when a partition was taken:
-	// up to it, batches are a replay.
-	replayTo uint64
-	saved    rule.Checkpoint // the checkpoint last saved (under saveMu)
-	saveMu   sync.Mutex
-	// For a partition: its lease, and the messages left after the last
-	// one read (its lag).
-	lease   *cluster.Lease
-	pending atomic.Uint64
-}
-
-// ackLoop acknowledges messages in batches after an index flush, so an
-// acknowledged record is always in the index (Benthos style: the ack
-// travels with the message until its work is done).
-func (s *server) ackLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.AckInterval)
-	defer t.Stop()
-	var pending []transport.AckFunc
-	flush := func() {
-		if len(pending) == 0 {
-			return
-		}
-		n := s.unindexed.Load()
-		if err := s.idx.Flush(ctx); err != nil {
-			s.log.Warn("index flush; acks delayed", "err", err)
-			return
-		}
-		for _, ack := range pending {
-			if err := ack(ctx, nil); err != nil {
-				s.log.Warn("ack", "err", err)
-			}
-		}
-		s.unindexed.Add(-n)
-		pending = pending[:0]
-		if s.node.Load() != nil {
-			s.saveLanes(ctx)
-		} else {
-			s.saveCheckpoint() // what the engine observed is in the stream: safe to start there
-		}
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return // unacked messages are redelivered to the next run
-		case m := <-s.acks:
-			pending = append(pending, m)
-			if len(pending) >= 1000 {
-				flush()
-			}
-		case <-t.C:
-			flush()
-		}
-	}
+	s.log.Info("warm-up done", "records", n, "from_seq", s.ckpt.from.Load(), "last_seq", last)
+	return nil
 }
 
 // findings returns the stored findings (root causes first): on a cluster,
@@ -550,18 +497,19 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 		// still replaying the stream (a liveness probe must not kill
 		// a long warm-up, hence 200).
 		body["status"] = "warming"
-		body["warm_up"] = map[string]uint64{"from": s.ckpt.from.Load(), "seq": s.warmSeq.Load(), "last": s.warmLast.Load()}
+		body["warm_up"] = map[string]uint64{"from": s.ckpt.from.Load(), "seq": s.warmSeq(), "last": s.warmLast.Load()}
 	}
 	// Probes need no token; with a token set, the counts are for those
 	// who hold it.
 	if web.Authorized(r) {
 		// records: what the index holds, earlier runs included (the
 		// consumed counter starts at 0 with every run).
-		records := s.records.Load()
+		consumed := s.counters.Records.Load()
+		records := consumed
 		if n, err := s.idx.DocCount(); err == nil {
 			records = int64(n)
 		}
-		body["records"], body["consumed"], body["index_lag"] = records, s.records.Load(), s.unindexed.Load()
+		body["records"], body["consumed"], body["index_lag"] = records, consumed, s.commit.Unindexed()
 	} else if code != http.StatusOK {
 		body = map[string]any{"status": "not ok"}
 	} else {
@@ -591,6 +539,7 @@ func (s *server) registry() *prometheus.Registry {
 	reg := newRegistry(s.engines)
 	reg.MustRegister(s.collectors()...)
 	reg.MustRegister(s.stages.collectors()...)
+	reg.MustRegister(s.reloads.collectors()...)
 	reg.MustRegister(s.receiverCollectors()...)
 	reg.MustRegister(newFindingCollector(s.findings))
 	return reg
@@ -621,35 +570,9 @@ type ruleInfo struct {
 // rules lists the rules the engine runs now (after any reload), by id.
 func (s *server) rules() []ruleInfo {
 	out := []ruleInfo{}
-	for _, r := range s.engine.Rules() {
+	for _, r := range s.running.Rules() {
 		out = append(out, ruleInfo{ID: r.ID, Cause: r.Cause, Severity: r.Severity, Title: r.Title, File: r.File})
 	}
 	slices.SortFunc(out, func(a, b ruleInfo) int { return strings.Compare(a.ID, b.ID) })
 	return out
-}
-
-// seenSet remembers the last n record IDs, so a redelivered record is not
-// evaluated twice. Bounded: older IDs fall out in insertion order.
-type seenSet struct {
-	ids  map[string]struct{}
-	ring []string
-	next int
-}
-
-func newSeenSet(n int) *seenSet {
-	return &seenSet{ids: make(map[string]struct{}, n), ring: make([]string, n)}
-}
-
-// add reports whether id is new.
-func (s *seenSet) add(id string) bool {
-	if _, ok := s.ids[id]; ok {
-		return false
-	}
-	if old := s.ring[s.next]; old != "" {
-		delete(s.ids, old)
-	}
-	s.ring[s.next] = id
-	s.ids[id] = struct{}{}
-	s.next = (s.next + 1) % len(s.ring)
-	return true
 }

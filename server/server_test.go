@@ -94,7 +94,10 @@ func TestEndToEnd(t *testing.T) {
 }
 
 // TestRuleReload: a broken rule written during a run is rejected with its
-// file:line:col and the old rules stay; a good one takes effect at once.
+// file:line:col, the old rules stay and /metrics says the reload failed; a
+// good one takes effect at once and looks at the launch already running
+// (issue 23 item 7: the line written while the rule was broken counts too),
+// and deleting it retracts its finding.
 func TestRuleReload(t *testing.T) {
 	dir := t.TempDir()
 	srv := startServer(t, Config{RuleDirs: []string{dir}, ReloadInterval: 20 * time.Millisecond})
@@ -103,6 +106,16 @@ func TestRuleReload(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	startShipper(t, ctx, srv.addrs.NATS, "", "node-a", live, true)
+	reloadOK := func(want string) {
+		t.Helper()
+		testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+			_, m := get(t, "http://"+srv.addrs.HTTP+"/metrics", "")
+			if !strings.Contains(m, "\nfaultline_rules_last_reload_success "+want+"\n") {
+				return fmt.Errorf("faultline_rules_last_reload_success is not %s", want)
+			}
+			return nil
+		})
+	}
 
 	broken := filepath.Join(dir, "probe.yaml")
 	writeFile(t, broken, strings.Replace(probeRule, "len(probe) > 0", "len(probe >", 1))
@@ -112,20 +125,41 @@ func TestRuleReload(t *testing.T) {
 		}
 		return nil
 	})
+	reloadOK("0")
 	appendLine(t, filepath.Join(live, "app.log"), "FAULTLINE-PROBE one")
 	// The seed scenario still works (old rules stay) while the probe does not fire.
-	writeFile(t, broken, probeRule)
 	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if !strings.Contains(srv.log.String(), "rules reloaded") {
-			return fmt.Errorf("rules not reloaded")
+		if _, body := get(t, "http://"+srv.addrs.HTTP+"/healthz", ""); !strings.Contains(srv.log.String(), "msg=serving") || body == "" {
+			return fmt.Errorf("not serving")
+		}
+		if metricValue(t, srv.addrs.HTTP, "faultline_records_consumed_total") < 1 {
+			return fmt.Errorf("the line before the good rule is not consumed yet")
 		}
 		return nil
 	})
+	writeFile(t, broken, probeRule)
+	reloadOK("1")
 	appendLine(t, filepath.Join(live, "app.log"), "FAULTLINE-PROBE two")
-	f := waitFinding(t, sub.all, "probe", "")
-	if got := f.Facts["probe"]; !slices.Equal(got, []string{"two"}) {
-		t.Errorf("probe facts %v, want [two] (the line before the good rule must not count)", got)
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		for _, f := range sub.all() {
+			if f.Rule == "probe" && slices.Equal(f.Facts["probe"], []string{"one", "two"}) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no probe finding with facts [one two] (the running launch's line before the good rule, and the next)")
+	})
+	// Deleted: its finding is retracted.
+	if err := os.Remove(broken); err != nil {
+		t.Fatal(err)
 	}
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		for _, f := range getFindings(t, srv.addrs.HTTP) {
+			if f.Rule == "probe" && f.Status == finding.Retracted {
+				return nil
+			}
+		}
+		return fmt.Errorf("the probe finding is not retracted after its rule was deleted")
+	})
 }
 
 const probeRule = `id: probe

@@ -17,17 +17,18 @@ var stageBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .075, .1,
 //
 //   - consume_wait: JetStream stored the message to serve reading it
 //   - decode: the batch's body to records
-//   - rules: parsing its records into events and the rule engine (the
-//     announcements excluded)
-//   - announce: handing one event's findings to the sinks
+//   - rules: parsing its records into events and the rule engine
+//   - announce: one delivery of findings to the sinks (by the announcer,
+//     after its settle window)
 //   - index: adding the batch's events to the index, after its rules ran
 //     (alerts never wait for it; acks wait for the index's flush)
 //
 // and, per finding announced live, faultline_line_to_finding_seconds: the
 // shipper's read of the batch's first record (header Faultline-Read-At; the
-// shipper's clock, so skew between hosts shows here) to the finding handed to
-// the sinks, and faultline_stored_to_finding_seconds from JetStream's time of
-// storing that batch.
+// shipper's clock, so skew between hosts shows here) to every sink having
+// taken the finding (the announcer's settle window included), and
+// faultline_stored_to_finding_seconds from JetStream's time of storing that
+// batch.
 type stageMetrics struct {
 	hist                                        *prometheus.HistogramVec
 	consumeWait, decode, rules, announce, index prometheus.Observer
@@ -54,23 +55,33 @@ func (m *stageMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.hist, m.lineToFinding, m.storedToFinding}
 }
 
-// consumed observes a batch's consume_wait and decode; now is when serve
-// got it.
-func (m *stageMetrics) consumed(b *transport.Batch, now time.Time) {
+// Consumed observes a batch's consume_wait and decode; now is when serve
+// got it (lane.Metrics).
+func (m *stageMetrics) Consumed(b *transport.Batch, now time.Time) {
 	if !b.Stored.IsZero() {
 		m.consumeWait.Observe(max(now.Sub(b.Stored)-b.Decode, 0).Seconds())
 	}
 	m.decode.Observe(b.Decode.Seconds())
 }
 
-// found observes the latency of n findings of batch b announced at now.
-func (m *stageMetrics) found(b *transport.Batch, n int, now time.Time) {
-	for range n {
-		if !b.ReadAt.IsZero() {
-			m.lineToFinding.Observe(max(now.Sub(b.ReadAt), 0).Seconds())
-		}
-		if !b.Stored.IsZero() {
-			m.storedToFinding.Observe(max(now.Sub(b.Stored), 0).Seconds())
-		}
+// Rules observes a batch's parsing and rules (lane.Metrics).
+func (m *stageMetrics) Rules(d time.Duration) { m.rules.Observe(d.Seconds()) }
+
+// Indexed observes a batch's indexing (lane.Metrics).
+func (m *stageMetrics) Indexed(d time.Duration) { m.index.Observe(d.Seconds()) }
+
+// Delivered observes one delivery of findings to the sinks
+// (lane.AnnounceMetrics).
+func (m *stageMetrics) Delivered(_ int, d time.Duration) { m.announce.Observe(d.Seconds()) }
+
+// Found observes the latency of a finding raised by a live batch (its
+// shipper read its first record at readAt, JetStream stored it at stored)
+// that every sink took at now (lane.AnnounceMetrics).
+func (m *stageMetrics) Found(readAt, stored, now time.Time) {
+	if !readAt.IsZero() {
+		m.lineToFinding.Observe(max(now.Sub(readAt), 0).Seconds())
+	}
+	if !stored.IsZero() {
+		m.storedToFinding.Observe(max(now.Sub(stored), 0).Seconds())
 	}
 }
