@@ -230,6 +230,15 @@ func TestBrowserRecords(t *testing.T) {
 		do(screenshot(art, "30-time-wraps"))
 		t.Errorf("%d times wrap or are cut at 1400 px, first %q", len(wrapped), wrapped[0])
 	}
+	// Each to the millisecond, three digits (22:43:47.96 stood shorter
+	// than its neighbours).
+	timeRE := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$`)
+	for _, tm := range run(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#results .hit .time')].map(e => e.textContent)`)) {
+		if !timeRE.MatchString(tm) {
+			t.Errorf("hit time %q, want YYYY-MM-DD HH:MM:SS.mmm", tm)
+			break
+		}
+	}
 
 	// A traceback is one line until expanded.
 	searchFor("Traceback")
@@ -283,4 +292,46 @@ func TestBrowserRecords(t *testing.T) {
 		t.Errorf("empty result says %q", msg)
 	}
 	do(screenshot(art, "35-empty"))
+}
+
+// TestBrowserLaunchesSayHowTheyEnded: a launch that came up says so, when
+// and on which nodes, in the engine's sentence (serve's /api/launches),
+// instead of an empty findings panel; without the route (an offline
+// index) there is no launches panel.
+func TestBrowserLaunchesSayHowTheyEnded(t *testing.T) {
+	x := seedIndex(t)
+	ready := time.Date(2026, 4, 8, 23, 48, 6, 0, time.UTC)
+	launches := []finding.LaunchSummary{{Cluster: "dgx", Launch: 1, Outcome: "ready", Ready: ready, ReadyOn: []string{"spark-1"},
+		Nodes: []string{"spark-1", "spark-2"}, Summary: "launch 1 came up at 2026-04-08 23:48:06 on 2 nodes (spark-1, spark-2)"}}
+	ts := newServer(t, Config{Index: x, Findings: func() []finding.Finding { return nil },
+		Routes: []Route{{Pattern: "GET /api/launches", Handler: JSON(func() []finding.LaunchSummary { return launches })}}})
+	// Before the browser: a server's Close waits for the page's stream,
+	// which ends with the browser (cleanups run last first).
+	offline := newServer(t, Config{Index: x})
+	ctx := newBrowser(t)
+	art := artifactsDir(t)
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1400, 900),
+		chromedp.Navigate(ts.URL+"/"),
+		waitJS(`!document.querySelector('#launches-panel').hidden && document.querySelector('#launches .launch.outcome-ready') !== null`),
+		screenshot(art, "40-launch-came-up"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, ctx, `#launches .launch`); !strings.Contains(got, "came up") || !strings.Contains(got, "launch 1 came up at 2026-04-08 23:48:06 on 2 nodes (spark-1, spark-2)") {
+		t.Errorf("launch reads %q", got)
+	}
+	if got := text(t, ctx, `#findings`); !strings.Contains(got, "No rule has found a failure") {
+		t.Errorf("findings panel reads %q", got)
+	}
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(offline.URL+"/"),
+		waitJS(`document.querySelectorAll('#findings details.finding').length > 0 && document.querySelector('#launches-panel').dataset.loaded === 'none'`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if !run(t, ctx, chromedp.Evaluate[bool](`document.querySelector('#launches-panel').hidden`)) {
+		t.Errorf("an index without launches shows a launches panel")
+	}
 }

@@ -36,7 +36,11 @@ const $ = (id) => document.getElementById(id);
 // plus 1 ns) only make the eye stumble.
 function fmtTime(t) {
   if (!t || t.startsWith('0001-')) return '';
-  return t.replace('T', ' ').replace('Z', '').replace(/(\.\d{3})\d+/, '$1');
+  // Always three digits: RFC 3339 drops trailing zeros (22:43:47.96), and a
+  // column of times reads in line only when each has as many.
+  const m = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.(\d+))?/.exec(t);
+  if (!m) return t.replace('T', ' ').replace('Z', '');
+  return `${m[1]} ${m[2]}.${((m[3] || '') + '000').slice(0, 3)}`;
 }
 
 // highlighted renders message with the byte ranges of the index's
@@ -338,6 +342,29 @@ async function openContext(id) {
   }
 }
 
+// loadLaunches shows how each launch ended, in the engine's own sentence
+// (serve's /api/launches): a launch that came up says so, when and on which
+// nodes, instead of an empty findings panel. Without the route (an offline
+// index), the panel stays hidden.
+async function loadLaunches() {
+  let ls;
+  try {
+    ls = await api('api/launches');
+  } catch (e) {
+    $('launches-panel').hidden = true;
+    $('launches-panel').dataset.loaded = 'none';
+    return;
+  }
+  $('launches-panel').dataset.loaded = 'yes';
+  $('launches-panel').hidden = !ls || ls.length === 0;
+  $('launches').replaceChildren(...(ls || []).map((l) => el('li', {
+    class: `launch outcome-${l.outcome}`, dataset: { cluster: l.cluster, launch: l.launch, outcome: l.outcome },
+  },
+  el('span', { class: 'outcome' }, l.outcome === 'ready' ? 'came up' : l.outcome),
+  el('span', { class: 'launch-summary' }, l.summary || `launch ${l.launch} of ${l.cluster}`),
+  l.first_failure ? recordLink(l.first_failure.record_id, 'first failure', 'launch-failure') : null)));
+}
+
 async function loadFindings() {
   try {
     state.findings = await api('api/findings');
@@ -353,6 +380,7 @@ async function loadFindings() {
 // causes first, as /api/findings gives them) by reloading when new.
 function upsertFinding(f) {
   const i = state.findings.findIndex((x) => x.id === f.id);
+  loadLaunches();
   if (i < 0) { loadFindings().then(loadTimeline); return; }
   if ((state.findings[i].revision || 0) > (f.revision || 0)) return;
   state.findings[i] = f;
@@ -567,6 +595,7 @@ function openStream() {
     $('findings-live').hidden = false;
     // Whatever was proven while the stream was down.
     loadFindings().then(loadTimeline);
+    loadLaunches();
   });
   es.addEventListener('error', () => { $('findings-live').hidden = true; });
   es.addEventListener('log', (m) => {
@@ -618,6 +647,8 @@ function init() {
   fromURL();
   loadFindings().then(() => search(true));
   openStream();
+  // A launch coming up proves no finding: look again now and then.
+  setInterval(() => { if (!document.hidden) loadLaunches(); }, 15000);
 }
 
 document.addEventListener('DOMContentLoaded', init);
