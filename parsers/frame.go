@@ -95,6 +95,7 @@ type Decoder struct {
 	sec     [19]byte
 	secTime time.Time
 	secOK   bool
+	ascii   bool // the last text finish returned is plain ASCII (it had nothing to clean)
 }
 
 // partialLine is a line being reassembled from several records of one stream.
@@ -184,7 +185,13 @@ func (d *Decoder) decode(raw []byte, offset, size int64, num int, rawDropped int
 	case FormatCRI:
 		return d.decodeCRI(raw, offset, size, num, rawDropped)
 	}
-	return Line{Offset: offset, Size: size, Num: num, Text: d.finish(raw, rawDropped)}, true, nil
+	text := d.finish(raw, rawDropped)
+	l := Line{Offset: offset, Size: size, Num: num, Text: text, ascii: d.ascii}
+	if rest, t, n := splitPastePrefixes(text); n > 0 {
+		// A container tool's prefix (see paste.go): framing, not text.
+		l.Text, l.Time, l.pasted = rest, t, n
+	}
+	return l, true, nil
 }
 
 // Flush returns a partial line still held (its stream never completed it),
@@ -258,6 +265,7 @@ func (d *Decoder) complete(p *partialLine, last []byte) Line {
 	}
 	p.text = append(p.text, last...)
 	l := Line{Offset: p.offset, Size: p.size, Num: p.num, Stream: p.stream, Time: p.time, Text: d.finish(p.text, dropped)}
+	l.ascii = d.ascii
 	p.active = false
 	if cap(p.text) > 64<<10 {
 		p.text = nil // do not pin a huge buffer after a rare long line
@@ -267,6 +275,7 @@ func (d *Decoder) complete(p *partialLine, last []byte) Line {
 
 func (d *Decoder) broken(raw []byte, offset, size int64, num int, rawDropped int64, kind string, err error) (Line, bool, error) {
 	l := Line{Offset: offset, Size: size, Num: num, Text: d.finish(raw, rawDropped)}
+	l.ascii = d.ascii
 	return l, true, fmt.Errorf("line %d (offset %d): broken %s record: %w", num, offset, kind, err)
 }
 
@@ -310,7 +319,9 @@ func (d *Decoder) decodeJSON(raw []byte, offset, size int64, num int) (Line, boo
 		dropped = int64(len(text) - d.maxLineBytes)
 		text = text[:d.maxLineBytes]
 	}
-	return Line{Offset: offset, Size: size, Num: num, Stream: stream, Time: t, Text: d.finish(text, dropped)}, true, nil
+	l := Line{Offset: offset, Size: size, Num: num, Stream: stream, Time: t, Text: d.finish(text, dropped)}
+	l.ascii = d.ascii
+	return l, true, nil
 }
 
 // fastJSON decodes the exact shape moby writes, {"log":"..","stream":"..","time":".."},
@@ -600,7 +611,9 @@ func (d *Decoder) decodeCRI(raw []byte, offset, size int64, num int, rawDropped 
 		dropped += int64(len(content) - d.maxLineBytes)
 		content = content[:d.maxLineBytes]
 	}
-	return Line{Offset: offset, Size: size, Num: num, Stream: stream, Time: t, Text: d.finish(content, dropped)}, true, nil
+	l := Line{Offset: offset, Size: size, Num: num, Stream: stream, Time: t, Text: d.finish(content, dropped)}
+	l.ascii = d.ascii
+	return l, true, nil
 }
 
 // --- text cleanup ---
@@ -610,7 +623,8 @@ func (d *Decoder) decodeCRI(raw []byte, offset, size int64, num int, rawDropped 
 // "\r"-separated updates kept (tqdm bars), invalid UTF-8 replaced, and a
 // truncation marker when bytes were dropped. b may be modified in place.
 func (d *Decoder) finish(b []byte, dropped int64) string {
-	if dropped == 0 && plainText(b) {
+	d.ascii = dropped == 0 && plainText(b)
+	if d.ascii {
 		return string(b)
 	}
 	if dropped > 0 {

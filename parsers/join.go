@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Defaults for JoinOptions.
@@ -84,6 +85,8 @@ type Joiner struct {
 	cache      [prefixCacheN]prefixEntry
 	cacheAt    int
 	scratch    []*pendingRecord
+	cuts       []int  // squashCuts' buffer
+	lineOff    int64  // offset of the physical line being added
 	idBuf      []byte // node, 0, fileID, 0: the fixed head of every record ID's hash input
 	// times holds, per writer (stream and process prefixes), the time of
 	// its last record that had one, in file order (see fillTime).
@@ -130,11 +133,15 @@ type joinKey struct {
 type streamLast struct {
 	stream string
 	key    joinKey
-	// The stream's previous physical line, to recognise a line that a
-	// terminal or a paste wrapped (see wrapContinues).
-	lastLen  int
-	lastByte byte
-	width    int // a wrap width seen in this stream (0: none yet)
+	// The stream's previous physical line and what its lines' widths
+	// say, to recognise a line that a terminal or an editor wrapped (see
+	// addWrapped).
+	shape    lineShape
+	width    int                      // the stream's wrap width (0: none seen)
+	maxCols  int                      // the widest line so far, up to wrapMaxWidth+1
+	atMax    int                      // different lines seen that wide (up to 3)
+	maxLines [3]uint64                // their hashes
+	widths   *[wrapMaxWidth + 1]int32 // lines seen of each width, from wrapIndentMin (allocated on the first)
 }
 
 // prefixEntry remembers a prefix run seen before: match is how it is
@@ -166,6 +173,7 @@ type pendingRecord struct {
 	msgRun     int  // lines of the exception message so far
 	hdr        string
 	offset     int64
+	lineOff    int64 // offset of the physical line the record starts in (offset, but for a squashed paste's pieces)
 	num        int
 	time       time.Time
 	stream     string
@@ -223,11 +231,48 @@ func (j *Joiner) recordID(offset int64) string {
 
 // Add takes the next Line of the file.
 func (j *Joiner) Add(l Line) {
+	if len(l.Text) >= squashMinBytes && int64(len(l.Text)) < l.Size {
+		if j.cuts = squashCuts(l.Text, j.cuts); j.cuts != nil {
+			j.addSquashed(l)
+			return
+		}
+	}
+	j.lineOff = l.Offset
 	j.seq++
 	st := j.streamState(l.Stream)
 	if j.addWrapped(st, l) {
 		return
 	}
+	j.add(st, l)
+}
+
+// addSquashed adds the entries of a squashed paste (see squashCuts) as
+// lines of their own. Each is its own record at the offset of its text in
+// the line (so their IDs differ), while the offset a tailer may resume from
+// stays the physical line's (PendingOffset).
+func (j *Joiner) addSquashed(l Line) {
+	j.lineOff = l.Offset
+	st := j.streamState(l.Stream)
+	st.shape.cols = 0 // the next physical line continues no piece of this one
+	start := 0
+	for k := 0; k <= len(j.cuts); k++ {
+		end := len(l.Text)
+		if k < len(j.cuts) {
+			end = j.cuts[k]
+		}
+		piece := Line{Offset: l.Offset + int64(start), Size: int64(end - start), Num: l.Num, Stream: l.Stream, Time: l.Time,
+			Text: strings.TrimSuffix(l.Text[start:end], " ")}
+		if k == len(j.cuts) {
+			piece.Size = l.Size - int64(start)
+		}
+		j.seq++
+		j.add(st, piece)
+		start = end
+	}
+}
+
+// add joins one line that is not a wrapped piece of the one before.
+func (j *Joiner) add(st *streamLast, l Line) {
 	prefix, rest := j.splitPrefix(l.Text)
 	blank := blankLine(rest)
 	var key joinKey
@@ -270,7 +315,7 @@ func (j *Joiner) Add(l Line) {
 		}
 		j.close(p)
 	}
-	p.start(l, rest, hdr, blank, j.now(), j.seq)
+	p.start(l, j.lineOff, rest, hdr, blank, j.now(), j.seq)
 	switch {
 	case l.Time.IsZero() && !blank:
 		j.checkTime(p, l)
@@ -332,7 +377,7 @@ func (j *Joiner) yearClock() time.Time {
 // partial records carries the offset of its first piece, older than the
 // lines seen meanwhile, so it moves back a few places.
 func (j *Joiner) pushStart(p *pendingRecord) {
-	m := startMark{p: p, seq: p.startSeq, off: p.offset}
+	m := startMark{p: p, seq: p.startSeq, off: p.lineOff}
 	j.starts = append(j.starts, m)
 	for i := len(j.starts) - 1; i > j.startsHead && j.starts[i-1].off > m.off; i-- {
 		j.starts[i], j.starts[i-1] = j.starts[i-1], j.starts[i]
@@ -594,52 +639,372 @@ func (j *Joiner) streamState(stream string) *streamLast {
 const (
 	wrapMinWidth = 80
 	wrapMaxWidth = 512
+	// wrapIndentMin: a line wrapped at word boundaries may be much shorter
+	// than the width when the next word is long (a path, an address).
+	wrapIndentMin = 40
+	// wrapIndentMax: editors and tools that indent what they wrap do so
+	// at 80 to 160 columns; a wider line followed by an indented one is a
+	// line and a block.
+	wrapIndentMax = 200
 )
 
 // addWrapped joins l onto the stream's previous record when l is the
 // wrapped remainder of the previous physical line, and remembers l's shape
 // for the next line. It reports whether l was joined.
 func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
-	prevLen, prevByte := s.lastLen, s.lastByte
-	s.lastLen = len(l.Text)
-	if s.lastLen > 0 {
-		s.lastByte = l.Text[s.lastLen-1]
+	prev := s.shape
+	s.observe(l.Text, l.ascii, l.pasted)
+	if prev.cols < wrapIndentMin || l.Text == "" || l.pasted > 0 {
+		// (a terminal's wrap never repeats a tool's prefix)
+		return false
 	}
-	// A terminal is at most a few hundred columns wide, and what it shows
-	// is text: a longer line, or one with bytes that were not UTF-8 (a
-	// binary blob), was not wrapped by one.
-	if s.lastLen > wrapMaxWidth || (s.lastLen >= wrapMinWidth && strings.Contains(l.Text, "\uFFFD")) {
-		s.lastLen = 0
-	}
-	if prevLen < wrapMinWidth || !wrapContinues(l.Text, prevByte, prevLen == s.width) {
+	text, sep := l.Text, ""
+	body := strings.TrimLeft(text, " \t")
+	indent := len(text) - len(body)
+	switch {
+	case prev.width == s.width && s.width == s.maxCols:
+		// A hard cut at the stream's width (a terminal, fold -w): every
+		// piece but a line's last is exactly that wide, and no line is
+		// wider. What follows is the line's text whatever its first
+		// byte ("10.1.2" + "30.180"), unless it starts a line of its own.
+		if !cutContinues(body, prev) || indent > 1 && prev.code() {
+			return false
+		}
+		if indent > 1 {
+			text = body // an indent a tool added (a single blank is the text's)
+		}
+	case (indent == 0 || indent == 1 && text[0] == ' ') && (prev.width == s.width || terminalWidth(prev.width)):
+		// A line as wide as a terminal usually is, or as one cut seen in
+		// this stream, before the width is sure: a cut mid-token
+		// ("{'G" + "PU': 1.0}", ":6" + "379", "fd=" + "100"), before
+		// punctuation, or before a single blank.
+		if !cutContinues(body, prev) || !(indent == 1 || prev.last == ' ' || midToken(prev.last, text)) {
+			return false
+		}
+	case indent > 0:
+		switch {
+		case prev.bare() && j.pending[s.key] != nil:
+			// A process prefix alone before the cut: what it prefixes
+			// was pushed to the next line, whatever it is
+			// ("(RayWorkerWrapper pid=340, ip=...) " + "  host:340:340 [7] NCCL INFO ...").
+		case indent == 1 && text[0] == ' ', prev.width > wrapIndentMax:
+			// A tool that indents what it wraps indents by more than a
+			// blank (that is how ray status and pprint indent their
+			// items), and is not that wide.
+			return false
+		case prev.last == ':', prev.code():
+			// Source code under a "File" line or a warning; the items
+			// of a block ("started with:", "Usage:").
+			return false
+		case prev.indent > 0 && !prev.wrapped && indent <= prev.indent:
+			// The next item of an indented list or block (`ray
+			// status`, a dict printed one key a line), not a wrap.
+			return false
+		case !j.indentedWrap(s, prev, body):
+			return false
+		}
+		// An editor or a terminal that indents what it wraps (fold -s and a
+		// hanging indent, textwrap's subsequent_indent): the indent is not
+		// text. The blank at the cut stays at the end of the line (fold) or
+		// is dropped (textwrap: one blank stands for it); a single blank
+		// after a cut is the text's own.
+		text = body
+		switch {
+		case indent == 1 && l.Text[0] == ' ':
+			sep = " "
+		case prev.last == ' ' || prev.last == '\t':
+		case terminalWidth(prev.width) && midToken(prev.last, body):
+			// cut at the full width, inside a token ("lib" + "/libnccl-net.so")
+		default:
+			sep = " "
+		}
+	case prev.cols < wrapMinWidth || !wrapContinues(text, prev.last):
 		return false
 	}
 	p := j.pending[s.key]
 	if p == nil || !p.active || !j.fits(p, l) {
 		return false
 	}
-	if s.width == 0 {
-		s.width = prevLen
+	if s.width == 0 && sep == "" && text == l.Text {
+		s.width = prev.width
 	}
-	p.appendWrapped(l, j.now(), j.seq)
+	p.appendWrapped(l, sep, text, j.now(), j.seq)
+	// The piece is the line it was cut off: its indent and label.
+	s.shape.wrapped, s.shape.indent, s.shape.head = true, prev.indent, prev.head
 	j.touch(p)
 	j.maybeSweep()
 	return true
 }
 
+// lineShape is what the wrap rules remember of a physical line. What only
+// some decisions need is derived from its text when asked (most lines are
+// followed by a line that starts an entry and needs none of it).
+type lineShape struct {
+	cols    int    // columns of its text (0 when it cannot have been wrapped: too wide, binary)
+	width   int    // columns as pasted: with the tools' prefixes the Decoder removed
+	last    byte   // its last byte
+	indent  int    // its leading blanks (those of the line it was wrapped off, for a wrapped piece)
+	wrapped bool   // it was joined as a wrapped piece
+	text    string // the line
+	head    string // the line it was wrapped off (itself when not wrapped)
+}
+
+// label is the "name:" head (pdsh's "host:") of the line, if any.
+func (sh *lineShape) label() string { return sh.head[:labelLen(sh.head)] }
+
+// code reports whether the next line, when indented, is source code (see codeFollows).
+func (sh *lineShape) code() bool { return codeFollows(sh.text) }
+
+// bare reports whether the line is process prefixes and a blank, nothing else.
+func (sh *lineShape) bare() bool {
+	if sh.last != ' ' || !hasProcessPrefix(sh.text) {
+		return false
+	}
+	var buf [4]Prefix
+	_, rest := splitPrefixesFast(buf[:0], sh.text)
+	return blankLine(rest)
+}
+
+// observe records text as the stream's last physical line, and learns the
+// stream's wrap width: the widest line so far once three different lines
+// are that wide and more lines are than a little narrower (a hard-cut paste
+// has many lines exactly as wide as the terminal and none wider; a log as
+// written has lines of every width, and a wider line makes the width no
+// longer hold).
+func (s *streamLast) observe(text string, ascii bool, pasted int) {
+	sh := lineShape{cols: len(text), text: text, head: text}
+	defer func() {
+		if s.shape.cols > 0 {
+			s.shape.width = s.shape.cols + pasted
+		}
+	}()
+	if len(text) == 0 {
+		s.shape = sh
+		return
+	}
+	sh.last = text[len(text)-1]
+	if c := text[0]; c == ' ' || c == '\t' {
+		sh.indent = len(text) - len(strings.TrimLeft(text, " \t"))
+		for i := 0; i < sh.indent; i++ {
+			if text[i] == '\t' {
+				sh.cols += 7 // a tab stop every 8 columns
+			}
+		}
+	}
+	if sh.cols < wrapIndentMin {
+		s.shape = sh
+		return
+	}
+	// A terminal is at most a few hundred columns wide, and what it shows
+	// is text: a longer line, or one with bytes that were not UTF-8 (a
+	// binary blob), was not wrapped by one. A terminal counts columns,
+	// not bytes.
+	if !ascii && sh.cols <= 4*wrapMaxWidth && !asciiOnly(text) {
+		if strings.Contains(text, "\uFFFD") {
+			sh.cols = 0
+			s.shape = sh
+			return
+		}
+		sh.cols += utf8.RuneCountInString(text) - len(text)
+	}
+	s.shape = sh
+	cols := sh.cols + pasted
+	if cols > wrapMaxWidth {
+		s.shape.cols = 0
+		s.maxCols, s.atMax = wrapMaxWidth+1, 0
+		return
+	}
+	if s.widths == nil {
+		s.widths = new([wrapMaxWidth + 1]int32)
+	}
+	s.widths[cols]++
+	switch {
+	case cols > s.maxCols:
+		s.maxCols, s.atMax = cols, 1
+		s.maxLines[0] = hashString(text)
+	case cols == s.maxCols:
+		if s.atMax < len(s.maxLines) && !slices.Contains(s.maxLines[:s.atMax], hashString(text)) {
+			s.maxLines[s.atMax] = hashString(text)
+			s.atMax++
+		}
+		if s.atMax == len(s.maxLines) && cols >= wrapMinWidth && s.width != cols {
+			// Three different lines exactly this wide, and more of
+			// them than a little narrower: cut at this width.
+			near := int32(0)
+			for _, n := range s.widths[cols*3/4 : cols] {
+				near += n
+			}
+			if s.widths[cols] > near {
+				s.width = cols
+			}
+		}
+	}
+}
+
+// asciiOnly reports whether s is all ASCII, 8 bytes at a time.
+func asciiOnly(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if (uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|
+			uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56)&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// cutContinues reports whether text can be the rest of a line cut at the
+// stream's width after prev: it starts no line of its own (a prefix, a
+// header, a traceback frame or exception, the label the previous line
+// started with).
+func cutContinues(text string, prev lineShape) bool {
+	if text == "" {
+		return false
+	}
+	if l := prev.label(); l != "" && strings.HasPrefix(text, l) {
+		return false
+	}
+	return !hasProcessPrefix(text) && !strings.HasPrefix(text, `File "`) &&
+		!strings.HasPrefix(text, "Exception raised from ") && !strings.HasPrefix(text, "frame #") &&
+		!carets(text) && !startsEntry(text) && !exceptionLine(text) && !chainMarker(text) && !tracebackStarts(text)
+}
+
+// hasProcessPrefix reports whether text starts with a Ray or torch process
+// prefix ("(Worker pid=7)", "[rank0]:").
+func hasProcessPrefix(text string) bool {
+	if text == "" || (text[0] != '(' && text[0] != '[') {
+		return false
+	}
+	var buf [4]Prefix
+	ps, _ := splitPrefixesFast(buf[:0], text)
+	return len(ps) > 0
+}
+
+// terminalWidth reports whether cols is a width terminals and fold are
+// commonly set to.
+func terminalWidth(cols int) bool {
+	switch cols {
+	case 80, 100, 120, 132, 160, 200:
+		return true
+	}
+	return false
+}
+
+// midToken reports whether a cut between a line ending in prev and text
+// falls inside a token or before punctuation that continues one: digits of
+// a number or an address, capitals of one word, a path or a host.
+func midToken(prev byte, text string) bool {
+	c := text[0]
+	if labelled(text) {
+		return false // "host: ...": a line of its own
+	}
+	digit := func(b byte) bool { return b >= '0' && b <= '9' }
+	upper := func(b byte) bool { return b >= 'A' && b <= 'Z' }
+	switch {
+	case wordByte(prev) && c >= 'a' && c <= 'z':
+		return true
+	case digit(c):
+		return digit(prev) || prev == '.' || prev == ':' || prev == '=' || prev == '/' || prev == '-'
+	case upper(c):
+		return upper(prev) && (len(text) == 1 || !(text[1] >= 'a' && text[1] <= 'z'))
+	case strings.IndexByte(".,;:)]}'\"", c) >= 0:
+		return wordByte(prev) || prev == ')' || prev == ']' || prev == '}' || prev == '\'' || prev == '"'
+	}
+	if wordByte(c) {
+		return strings.IndexByte("/.-_:", prev) >= 0
+	}
+	// "lib" + "/libnccl-net.so", "vllm" + "-qwen": the token goes on
+	// after the mark (a line of dashes does not).
+	return wordByte(prev) && strings.IndexByte("/-_", c) >= 0 && len(text) > 1 && wordByte(text[1])
+}
+
+// hashString is FNV-1a, to tell lines apart without keeping them.
+func hashString(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
+}
+
+// indentedWrap reports whether body, an indented line without its indent,
+// is what an editor or a terminal wrapped off the stream's previous line
+// (prevCols wide): the first word of body would not have fitted after it
+// within the widest line seen (and 80 columns), body starts no entry of its own, and the
+// previous line's record is not a traceback (whose indented lines are its
+// frames and their code).
+func (j *Joiner) indentedWrap(s *streamLast, prev lineShape, body string) bool {
+	prevCols := prev.cols
+	if body == "" || s.maxCols > wrapMaxWidth {
+		return false
+	}
+	word := strings.IndexAny(body, " \t")
+	if word < 0 {
+		word = len(body)
+	}
+	if prevCols+1+word <= max(s.maxCols, wrapMinWidth) {
+		return false
+	}
+	if p := j.pending[s.key]; p != nil && (p.state == recTraceback || p.state == recChain) {
+		return false
+	}
+	// "key: value" after a sentence is a field of a structured message
+	// (Ray's "...this task." + "\tclass_name: RayWorkerWrapper"); "at f("
+	// a Java frame.
+	return !hasProcessPrefix(body) && !strings.HasPrefix(body, `File "`) &&
+		!strings.HasPrefix(body, "at ") && (prev.last != '.' || !labelled(body)) && !carets(body) && !startsEntry(body) &&
+		!exceptionLine(body) && !chainMarker(body) && !tracebackStarts(body)
+}
+
+// codeFollows reports whether the line after text, when indented, is source
+// code rather than a wrap: after a traceback's "File" line, and after a
+// Python warning ("file.py:12: UserWarning: ...", then the source line).
+func codeFollows(text string) bool {
+	t := strings.TrimLeft(text, " ")
+	if strings.HasPrefix(t, `File "`) {
+		return true
+	}
+	i := strings.Index(text, "Warning: ")
+	if i <= 0 {
+		return false
+	}
+	head := text[:i]
+	c := strings.LastIndexByte(head, ' ')
+	return c > 2 && head[c-1] == ':' && strings.Contains(head[:c], ".py:")
+}
+
+// carets matches Python 3.11+'s "^^^^^" / "~~~^^^" markers under a code line.
+func carets(s string) bool {
+	s = strings.TrimRight(s, " ")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] != '^' && s[i] != '~' {
+			return false
+		}
+	}
+	return true
+}
+
 // wrapContinues reports whether text can be the wrapped remainder of a line
-// that ended with prev: it starts no entry of its own (no prefix, header,
-// traceback, exception or NCCL line), and either the previous line had the
-// stream's wrap width, ended with a space, or the cut fell inside a word
-// (a lower-case letter after a letter or digit).
-func wrapContinues(text string, prev byte, atWidth bool) bool {
+// that ended with prev, before the stream's width is known: it starts no
+// entry of its own (no prefix, header, traceback, exception or NCCL line),
+// and either the previous line ended with a space or the cut fell inside a
+// word (a lower-case letter after a letter or digit).
+func wrapContinues(text string, prev byte) bool {
 	if text == "" {
 		return false
 	}
 	// Cheap tests first: most lines after a long one are not wrapped.
 	c := text[0]
 	switch {
-	case atWidth || prev == ' ':
+	case prev == ' ':
 		// A log line hardly ever ends with a space; a cut after one does.
 	case wordByte(prev) && c >= 'a' && c <= 'z':
 		// Cut inside a word. A capital or a digit after it starts a line
@@ -655,25 +1020,32 @@ func wrapContinues(text string, prev byte, atWidth bool) bool {
 		!startsEntry(text) && !exceptionLine(text) && !chainMarker(text)
 }
 
-// labelled reports whether a line starts with "name:" (a host prefix of
-// pdsh/compose output, an NCCL "host:pid:tid", "ncclInvalidUsage: ..."): the
-// start of a line of its own, not the middle of a wrapped one.
-func labelled(s string) bool {
+// labelled reports whether a line starts with "name: " (a host prefix of
+// pdsh output, "ncclInvalidUsage: ..."): the start of a line of its own,
+// not the middle of a wrapped one.
+func labelled(s string) bool { return labelLen(s) > 0 }
+
+// labelLen is the length of the "name:" at the start of s, or 0.
+func labelLen(s string) int {
 	k := 0
-	for k < len(s) && (identByte[s[k]] || s[k] == '-') {
+	for k < len(s) && k <= 64 && (identByte[s[k]] || s[k] == '-') {
 		k++
 	}
-	return k > 0 && k < len(s) && s[k] == ':'
+	if k > 0 && k < len(s) && k <= 64 && s[k] == ':' && (k+1 == len(s) || s[k+1] == ' ' || s[k+1] == '\t') {
+		return k + 1
+	}
+	return 0
 }
 
 func wordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
-func (p *pendingRecord) start(l Line, rest, hdr string, blank bool, now time.Time, seq uint64) {
+func (p *pendingRecord) start(l Line, lineOff int64, rest, hdr string, blank bool, now time.Time, seq uint64) {
 	p.active = true
 	p.startSeq = seq
 	p.offset, p.num, p.time, p.stream = l.Offset, l.Num, l.Time, l.Stream
+	p.lineOff = lineOff
 	p.first = l.Text
 	p.first0 = now
 	p.timeChecked, p.ownTime, p.fillTime = false, false, time.Time{}
@@ -722,13 +1094,15 @@ func (p *pendingRecord) append(l Line, blank bool, now time.Time, seq uint64) {
 	p.last, p.lastSeq = now, seq
 }
 
-// appendWrapped adds the wrapped remainder of the record's last line,
-// without a newline: the text is the line as it was before the wrap.
-func (p *pendingRecord) appendWrapped(l Line, now time.Time, seq uint64) {
+// appendWrapped adds the wrapped remainder of the record's last line (text,
+// l's text without a wrapping indent) after sep, without a newline: the
+// text is the line as it was before the wrap.
+func (p *pendingRecord) appendWrapped(l Line, sep, text string, now time.Time, seq uint64) {
 	if p.lines == 1 {
 		p.buf = append(p.buf[:0], p.first...)
 	}
-	p.buf = append(p.buf, l.Text...)
+	p.buf = append(p.buf, sep...)
+	p.buf = append(p.buf, text...)
 	p.textLen = len(p.buf)
 	p.lines++
 	p.size += l.Size

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -52,8 +53,8 @@ func checkPendingOffset(t testing.TB, j *Joiner) {
 	var want int64
 	wantOK := false
 	for p := j.head; p != nil; p = p.next {
-		if !wantOK || p.offset < want {
-			want, wantOK = p.offset, true
+		if !wantOK || p.lineOff < want {
+			want, wantOK = p.lineOff, true
 		}
 	}
 	if got, ok := j.PendingOffset(); got != want || ok != wantOK {
@@ -86,7 +87,15 @@ func checkRecords(t testing.TB, lines []Line, recs []Record, n int64) {
 		seen[r.Offset] = true
 		l, ok := starts[r.Offset]
 		if !ok {
-			t.Fatalf("record at %d does not start at a line", r.Offset)
+			// An entry of a squashed paste starts inside its line.
+			i := sort.Search(len(lines), func(i int) bool { return lines[i].Offset > r.Offset }) - 1
+			if i < 0 || r.Offset >= lines[i].Offset+lines[i].Size || squashCuts(lines[i].Text, nil) == nil {
+				t.Fatalf("record at %d does not start at a line", r.Offset)
+			}
+			if r.Line != lines[i].Num || r.Stream != lines[i].Stream || r.ID != RecordID(r.Node, r.FileID, r.Offset) || r.Lines < 1 {
+				t.Fatalf("record %+v does not match the line it is an entry of %+v", r, lines[i])
+			}
+			continue
 		}
 		// (a record whose first line has no time may take its process's
 		// previous time)
@@ -114,8 +123,15 @@ func checkRecords(t testing.TB, lines []Line, recs []Record, n int64) {
 	if size != n {
 		t.Fatalf("record sizes sum to %d, input has %d bytes", size, n)
 	}
-	if nlines != len(lines) {
-		t.Fatalf("records hold %d lines, input has %d", nlines, len(lines))
+	// (each entry of a squashed paste counts its line once)
+	want := len(lines)
+	for _, l := range lines {
+		if len(l.Text) >= squashMinBytes && int64(len(l.Text)) < l.Size {
+			want += len(squashCuts(l.Text, nil))
+		}
+	}
+	if nlines != want {
+		t.Fatalf("records hold %d lines, input has %d (and entries of squashed pastes)", nlines, want)
 	}
 }
 
@@ -388,6 +404,11 @@ func FuzzJoiner(f *testing.F) {
 	f.Add([]byte("Traceback (most recent call last):\n  File \"a\"\nE: x\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\nE: y\n"), uint8(0), uint8(3))
 	// A paste hard-wrapped at 100 columns (wrapped lines are joined back).
 	f.Add([]byte("(raylet) "+strings.Repeat("Workers killed due to memory pres", 3)+"\nsure (OOM) at node\n"+strings.Repeat("x", 100)+"\ny \nz\n"), uint8(0), uint8(0))
+	// Pastes: an indented wrap, tools' prefixes, a squashed paste.
+	f.Add([]byte("(RayWorkerWrapper pid=1394) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation \n    timeout: WorkNCCL(SeqNum=4967570) ran for 1800542 \n    milliseconds.\n"), uint8(FormatPlain), uint8(0))
+	f.Add([]byte("worker-1  | a\n[pod/w-0/main] 2026-04-08T22:41:07.123456789Z   File \"x\", line 3, in f\nworker-1 | 2026-04-08T22:41:07.123456789Z b\n"), uint8(0), uint8(0))
+	f.Add([]byte("2024-04-01 10:49:31,995\tINFO a 2024-04-01 10:49:32,995\tINFO b (W pid=1) INFO 01-01 00:00:00 [a.py:1] c ERROR 01-01 00:00:00 [a.py:1] d Traceback (most recent call last):   File \"a\", line 1, in f     g()     ^^^ E: e "+strings.Repeat("x", 200)+"\n"), uint8(0), uint8(0))
+	f.Add([]byte(`{"log":"a\n","stream":"stdout","time":"2024-01-01T00:00:00Z"}`+"\n  broken\n"+`{"log":"b\n","stream":"stdout","time":"2024-01-01T00:00:00Z"}`+"\n  broken\n"), uint8(FormatDockerJSON), uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, format uint8, maxLines uint8) {
 		lines, _, _ := readAllLines(t, data, ReaderOptions{Format: Format(format % 4)})
 		// Feed in file order of the line's first byte, as a tailer would

@@ -224,12 +224,20 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Add([]byte(`{"log":"a","stream":"stdout","time":"x"}`+"\n"+`{"log":"b\n","stream":"stderr","time":"x"}`), uint8(FormatDockerJSON), uint16(3))
 	f.Add([]byte("2016-10-06T00:17:09Z stdout P a\n2016-10-06T00:17:09Z stdout F b"), uint8(FormatCRI), uint16(2))
+	// Tools' prefixes on plain lines (removed, a stamp kept as the time).
+	f.Add([]byte("worker-1  | 2026-04-08T22:41:07.123456789Z a\n[pod/w-0/main] b\n2026-04-09T00:41:07.123456789+02:00 c\n"), uint8(FormatPlain), uint16(0))
 	f.Fuzz(func(t *testing.T, data []byte, format uint8, maxLine uint16) {
 		opts := ReaderOptions{Format: Format(format % 4), MaxLineBytes: int(maxLine)}
-		lines, _, _ := readAllLines(t, data, opts)
+		lines, _, got := readAllLines(t, data, opts)
 		for _, l := range lines {
 			if !strings.Contains(l.Text, "…[truncated") && strings.ContainsAny(l.Text, "\n") {
 				t.Fatalf("line text contains a newline: %q", l.Text)
+			}
+			if l.pasted > 0 && got != FormatPlain {
+				t.Fatalf("a %v line lost a tool's prefix: %+v", got, l)
+			}
+			if got == FormatPlain && !l.Time.IsZero() && l.pasted == 0 {
+				t.Fatalf("a plain line has a time without a tool's stamp: %+v", l)
 			}
 		}
 	})

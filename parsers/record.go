@@ -67,4 +67,11 @@ type Line struct {
 	Stream string    // "stdout", "stderr" or "" when the framing does not say
 	Time   time.Time // container log time (json-file / CRI), zero for plain files
 	Text   string
+	// ascii says that Text is known to be ASCII (the Decoder found
+	// nothing to clean in it): the joiner then counts its columns as bytes.
+	ascii bool
+	// pasted counts the bytes of container tools' prefixes the Decoder
+	// removed from the line (see paste.go): a terminal wrapped the line
+	// with them, and never repeats them on a wrapped piece.
+	pasted int
 }
