@@ -274,7 +274,7 @@ func (d *Decoder) complete(p *partialLine, last []byte) Line {
 }
 
 func (d *Decoder) broken(raw []byte, offset, size int64, num int, rawDropped int64, kind string, err error) (Line, bool, error) {
-	l := Line{Offset: offset, Size: size, Num: num, Text: d.finish(raw, rawDropped)}
+	l := Line{Offset: offset, Size: size, Num: num, Text: d.finish(raw, rawDropped), broken: true}
 	l.ascii = d.ascii
 	return l, true, fmt.Errorf("line %d (offset %d): broken %s record: %w", num, offset, kind, err)
 }

@@ -240,10 +240,30 @@ func (j *Joiner) Add(l Line) {
 	j.lineOff = l.Offset
 	j.seq++
 	st := j.streamState(l.Stream)
+	if l.broken {
+		j.addAlone(st, l)
+		return
+	}
 	if j.addWrapped(st, l) {
 		return
 	}
 	j.add(st, l)
+}
+
+// addAlone emits a broken json-file or CRI line as a record of its own: it
+// has no stream, so every broken line of a file would otherwise be one
+// writer's, and one 50 lines after another would continue it.
+func (j *Joiner) addAlone(st *streamLast, l Line) {
+	st.shape = lineShape{} // and nothing continues it
+	p := j.newRecord(joinKey{stream: l.Stream})
+	p.start(l, j.lineOff, l.Text, "", blankLine(l.Text), j.now(), j.seq)
+	j.link(p)
+	j.pushStart(p)
+	j.close(p)
+	if len(j.free) < maxFree {
+		*p = pendingRecord{buf: p.buf[:0]}
+		j.free = append(j.free, p)
+	}
 }
 
 // addSquashed adds the entries of a squashed paste (see squashCuts) as

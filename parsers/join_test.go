@@ -537,3 +537,51 @@ func TestNCCLLineOfNumericHostStartsEntry(t *testing.T) {
 		t.Fatalf("got %d records: %+v", len(recs), recs)
 	}
 }
+
+// A broken json-file or CRI line is a record of its own, whatever follows
+// it: broken lines have no stream, and one 50 lines after another (an
+// indented one, say) continued it as one writer's record. Each is reported
+// with its line.
+func TestBrokenLinesAreRecordsOfTheirOwn(t *testing.T) {
+	for _, tc := range []struct {
+		name, broken string
+		good         func(i int) string
+	}{
+		{"json-file", "  {\"log\":\"cut off by a full disk", func(i int) string {
+			return fmt.Sprintf(`{"log":"line %d\n","stream":"stdout","time":"2024-01-01T00:00:%02dZ"}`, i, i%60)
+		}},
+		{"CRI", "  not a CRI line", func(i int) string {
+			return fmt.Sprintf("2024-01-01T00:00:%02dZ stdout F line %d", i%60, i)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			for i := 1; i <= 100; i++ {
+				if i == 10 || i == 60 || i == 61 {
+					b.WriteString(tc.broken + "\n")
+					continue
+				}
+				b.WriteString(tc.good(i) + "\n")
+			}
+			lines, warns, _ := readAllLines(t, []byte(b.String()), ReaderOptions{})
+			recs := joinLines(t, lines, int64(b.Len()), JoinOptions{})
+			var broken []Record
+			for _, r := range recs {
+				if strings.Contains(r.Text, strings.TrimSpace(tc.broken)) {
+					broken = append(broken, r)
+				}
+			}
+			if len(broken) != 3 || broken[0].Line != 10 || broken[1].Line != 60 || broken[2].Line != 61 {
+				t.Fatalf("broken lines became %d records: %+v", len(broken), broken)
+			}
+			for _, r := range broken {
+				if r.Lines != 1 || r.Text != tc.broken {
+					t.Errorf("record %+v: want the broken line alone", r)
+				}
+			}
+			if len(warns) != 3 || !strings.Contains(warns[0].Error(), "line 10 ") || !strings.Contains(warns[2].Error(), "line 61 ") {
+				t.Errorf("warnings %v: want one naming each broken line", warns)
+			}
+		})
+	}
+}

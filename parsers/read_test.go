@@ -233,7 +233,7 @@ func FuzzReader(f *testing.F) {
 			if !strings.Contains(l.Text, "…[truncated") && strings.ContainsAny(l.Text, "\n") {
 				t.Fatalf("line text contains a newline: %q", l.Text)
 			}
-			if l.pasted > 0 && got != FormatPlain {
+			if l.pasted > 0 && (got != FormatPlain || l.broken) {
 				t.Fatalf("a %v line lost a tool's prefix: %+v", got, l)
 			}
 			if got == FormatPlain && !l.Time.IsZero() && l.pasted == 0 {

@@ -74,4 +74,8 @@ type Line struct {
 	// removed from the line (see paste.go): a terminal wrapped the line
 	// with them, and never repeats them on a wrapped piece.
 	pasted int
+	// broken marks a json-file or CRI line that is not a record of its
+	// format (its raw bytes are the text): the joiner makes it a record of
+	// its own, joined to nothing.
+	broken bool
 }

@@ -5,8 +5,100 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
+
+	"github.com/faultline/faultline/parsers"
 )
+
+// skipExt are files found in collected-log folders that are not logs.
+var skipExt = map[string]bool{".md": true, ".json": true, ".yaml": true, ".yml": true, ".png": true, ".jpg": true, ".tar": true, ".zip": true}
+
+// Expand lists the files of the inputs. A folder given without NODE= is a
+// bundle: each subfolder is a node (spark-1/, spark-2/), and files directly
+// inside it belong to a node named after the folder. A file given without
+// NODE= is a node named after the file. Symlinks are followed.
+//
+// A path that cannot be read as a log (a symlink loop, a folder that cannot
+// be listed, a FIFO: parsers.StatInput decides, as it does for the shipper)
+// is skipped, whether it was given or found in a folder: warn gets a
+// *parsers.SkippedInput naming it and why (nil drops it), and the other
+// inputs are read. An input that does not exist is an error, and so is a
+// folder in which nothing can be read.
+func Expand(inputs []Input, warn func(error)) ([]File, error) {
+	if warn == nil {
+		warn = func(error) {}
+	}
+	var out []File
+	for _, in := range inputs {
+		fi, err := parsers.StatInput(in.Path)
+		var skipped *parsers.SkippedInput
+		switch {
+		case errors.As(err, &skipped):
+			warn(skipped)
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("input %s: %w", in.Path, err)
+		}
+		if !fi.IsDir() {
+			node := in.Node
+			if node == "" {
+				node = nodeFromFile(in.Path)
+			}
+			out = append(out, File{Path: in.Path, Node: node, Container: parsers.ContainerOf(in.Path)})
+			continue
+		}
+		root := filepath.Clean(in.Path)
+		var files []File
+		skips := 0
+		err = parsers.WalkInputs(root, func(p string) error {
+			if skipExt[strings.ToLower(filepath.Ext(p))] {
+				return nil
+			}
+			node := in.Node
+			if node == "" {
+				rel, _ := filepath.Rel(root, p)
+				if i := strings.IndexByte(rel, filepath.Separator); i > 0 {
+					node = rel[:i]
+				} else {
+					node = filepath.Base(root)
+				}
+			}
+			files = append(files, File{Path: p, Node: node, Container: parsers.ContainerOf(p)})
+			return nil
+		}, func(s *parsers.SkippedInput) {
+			skips++
+			warn(s)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			if skips > 0 {
+				return nil, fmt.Errorf("input %s: no readable log files in this folder (%d skipped)", in.Path, skips)
+			}
+			return nil, fmt.Errorf("input %s: no log files in this folder", in.Path)
+		}
+		out = append(out, files...)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no readable input: every path given was skipped")
+	}
+	return out, nil
+}
+
+func nodeFromFile(p string) string {
+	base := filepath.Base(p)
+	for _, ext := range []string{".gz", ".log", ".out", ".err", ".txt"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	base = strings.TrimSuffix(base, "-json")
+	if base == "" {
+		return "node"
+	}
+	return base
+}
 
 // filePool bounds the files a replay holds open: a replay of 10,000 files
 // under a 1,024 open-files limit must read them all, not skip those it

@@ -13,9 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -63,79 +61,6 @@ type File struct {
 	Data []byte
 }
 
-// skipExt are files found in collected-log folders that are not logs.
-var skipExt = map[string]bool{".md": true, ".json": true, ".yaml": true, ".yml": true, ".png": true, ".jpg": true, ".tar": true, ".zip": true}
-
-// Expand lists the files of the inputs. A folder given without NODE= is a
-// bundle: each subfolder is a node (spark-1/, spark-2/), and files directly
-// inside it belong to a node named after the folder. A file given without
-// NODE= is a node named after the file.
-func Expand(inputs []Input) ([]File, error) {
-	var out []File
-	for _, in := range inputs {
-		st, err := os.Stat(in.Path)
-		if err != nil {
-			return nil, fmt.Errorf("input %s: %w", in.Path, err)
-		}
-		if !st.IsDir() {
-			node := in.Node
-			if node == "" {
-				node = nodeFromFile(in.Path)
-			}
-			out = append(out, File{Path: in.Path, Node: node, Container: parsers.ContainerOf(in.Path)})
-			continue
-		}
-		root := filepath.Clean(in.Path)
-		var files []File
-		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return fmt.Errorf("walk %s: %w", p, err)
-			}
-			name := d.Name()
-			if p != root && strings.HasPrefix(name, ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.IsDir() || !d.Type().IsRegular() || skipExt[strings.ToLower(filepath.Ext(name))] {
-				return nil
-			}
-			node := in.Node
-			if node == "" {
-				rel, _ := filepath.Rel(root, p)
-				if i := strings.IndexByte(rel, filepath.Separator); i > 0 {
-					node = rel[:i]
-				} else {
-					node = filepath.Base(root)
-				}
-			}
-			files = append(files, File{Path: p, Node: node, Container: parsers.ContainerOf(p)})
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if len(files) == 0 {
-			return nil, fmt.Errorf("input %s: no log files in this folder", in.Path)
-		}
-		out = append(out, files...)
-	}
-	return out, nil
-}
-
-func nodeFromFile(p string) string {
-	base := filepath.Base(p)
-	for _, ext := range []string{".gz", ".log", ".out", ".err", ".txt"} {
-		base = strings.TrimSuffix(base, ext)
-	}
-	base = strings.TrimSuffix(base, "-json")
-	if base == "" {
-		return "node"
-	}
-	return base
-}
-
 // Options configure Replay.
 type Options struct {
 	Cluster string
@@ -161,7 +86,7 @@ type Stats struct {
 // merged across files by time (events without a time keep their place in
 // their file). It stops at the first error of fn or when ctx is done.
 func Replay(ctx context.Context, inputs []Input, opts Options, fn func(*parsers.Event) error) (Stats, error) {
-	files, err := Expand(inputs)
+	files, err := Expand(inputs, opts.Warn)
 	if err != nil {
 		return Stats{}, err
 	}

@@ -29,7 +29,7 @@ func TestExpandNamesNodes(t *testing.T) {
 		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
 		os.WriteFile(filepath.Join(root, p), []byte("x\n"), 0o644)
 	}
-	files, err := Expand([]Input{{Path: root}})
+	files, err := Expand([]Input{{Path: root}}, func(err error) { t.Error(err) })
 	if err != nil {
 		t.Fatal(err)
 	}

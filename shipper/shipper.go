@@ -20,9 +20,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/transport"
 )
 
@@ -253,14 +253,13 @@ func (sh *Shipper) start(ctx context.Context, src source) {
 		sh.mu.Unlock()
 		return
 	}
-	if fi, err := os.Stat(src.path); err != nil || !fi.Mode().IsRegular() {
+	// What a path found as input is, and why one is not read: the rule
+	// diagnose's folder walk follows too (parsers.StatInput).
+	if fi, err := parsers.StatInput(src.path); err != nil || fi.IsDir() {
 		sh.mu.Unlock()
-		switch {
-		case err == nil && fi.IsDir():
-		case err == nil:
-			sh.skip(src.path, "not-regular", fmt.Errorf("mode %v", fi.Mode().Type()))
-		case !errors.Is(err, fs.ErrNotExist):
-			sh.skip(src.path, skipReason(err), err)
+		var skipped *parsers.SkippedInput
+		if errors.As(err, &skipped) {
+			sh.skip(src.path, skipped.Reason, skipped.Err)
 		}
 		return
 	} else if base, ok := rotatedBase(src.path); ok {
@@ -363,19 +362,11 @@ func (sh *Shipper) checkGlobDir(g string) {
 	d, err := os.Open(dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			sh.skip(dir, skipReason(err), err)
+			sh.skip(dir, parsers.SkipReason(err), err)
 		}
 		return
 	}
 	d.Close()
-}
-
-// skipReason names why a path could not be opened.
-func skipReason(err error) string {
-	if errors.Is(err, syscall.ELOOP) {
-		return "symlink-loop"
-	}
-	return "unreadable"
 }
 
 func (sh *Shipper) hold(di devIno, path string) bool {

@@ -228,7 +228,7 @@ func expandInputs(inputs []pipeline.Input, stdin io.Reader, stderr io.Writer) ([
 		out = append(out, pipeline.File{Path: "stdin", Node: node, Data: append([]byte{}, data...)})
 	}
 	if len(named) > 0 {
-		files, err := pipeline.Expand(named)
+		files, err := pipeline.Expand(named, func(err error) { fmt.Fprintf(stderr, "warning: %v\n", err) })
 		if err != nil {
 			return nil, err
 		}

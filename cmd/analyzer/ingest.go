@@ -57,7 +57,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError("%v", err)
 	}
-	files, err := pipeline.Expand(inputs)
+	files, err := pipeline.Expand(inputs, func(err error) { fmt.Fprintf(stderr, "warning: %v\n", err) })
 	if err != nil {
 		return usageError("%v", err)
 	}

@@ -264,7 +264,7 @@ func caseFiles(t *testing.T, path string) []pipeline.File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := pipeline.Expand(inputs)
+	files, err := pipeline.Expand(inputs, func(err error) { t.Error(err) })
 	if err != nil {
 		t.Fatal(err)
 	}

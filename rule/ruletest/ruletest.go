@@ -5,6 +5,7 @@
 package ruletest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -216,8 +217,10 @@ func run(ctx context.Context, base string, c Case, rules []*rule.Rule) ([]findin
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(base, p)
 			}
-			fs, err := pipeline.Expand([]pipeline.Input{{Node: n, Path: p}})
-			if err != nil {
+			// A fixture's file that cannot be read fails the case.
+			var skipped error
+			fs, err := pipeline.Expand([]pipeline.Input{{Node: n, Path: p}}, func(e error) { skipped = cmp.Or(skipped, e) })
+			if err = cmp.Or(err, skipped); err != nil {
 				return nil, nil, err
 			}
 			files = append(files, fs...)
