@@ -102,6 +102,7 @@ func BlockWith(w io.Writer, f finding.Finding, root finding.Finding, o TextOptio
 	para(w, indent+"  ", "What happened", f.Summary)
 	para(w, indent+"  ", "Fix", f.Remediation)
 	nodeTable(w, indent+"  ", f.NodeTable())
+	nodeTimeline(w, indent+"  ", f)
 	evidence(w, indent+"  ", f, o)
 	if len(f.RuledOut) > 0 {
 		fmt.Fprintf(w, "%s  Ruled out:\n", indent)
@@ -163,6 +164,80 @@ func nodeTable(w io.Writer, indent string, t finding.Table) {
 		}
 		fmt.Fprintf(w, "%s  %s\n", indent, strings.TrimRight(b.String(), " "))
 	}
+}
+
+// nodeTimeline writes the launch per node as the evidence tells it: when
+// each node first stated each fact, and the value, with the failure point
+// marked on the node that showed it.
+//
+//	spark-1  22:41:05 tried node ip 192.168.200.12 → 22:41:07 registered ip 10.1.230.180 → ✗ 22:41:47 requested node 192.168.200.12
+func nodeTimeline(w io.Writer, indent string, f finding.Finding) {
+	fail := FailurePoint(f.Evidence, f.FirstSeen)
+	type step struct {
+		text string
+		at   int
+	}
+	var nodes []string
+	steps := map[string][]step{}
+	seen := map[string]bool{}
+	for i, e := range f.Evidence {
+		key := e.Node + "\x00" + e.Fact
+		if e.Time.IsZero() || (seen[key] && i != fail) {
+			continue
+		}
+		seen[key] = true
+		if _, ok := steps[e.Node]; !ok {
+			nodes = append(nodes, e.Node)
+		}
+		label := e.Time.UTC().Format("15:04:05")
+		if e.Fact != "" {
+			label += " " + FactLabel(e.Fact)
+		}
+		if v := factValue(f.NodeFacts, e); v != "" {
+			label += " " + v
+		}
+		if i == fail {
+			label = "✗ " + label
+		}
+		steps[e.Node] = append(steps[e.Node], step{label, i})
+	}
+	if len(nodes) == 0 {
+		return
+	}
+	width := 0
+	for _, n := range nodes {
+		width = max(width, utf8.RuneCountInString(n))
+	}
+	fmt.Fprintf(w, "%sTimeline (UTC), per node:\n", indent)
+	for _, n := range nodes {
+		parts := make([]string, len(steps[n]))
+		for i, s := range steps[n] {
+			parts[i] = s.text
+		}
+		line := n + strings.Repeat(" ", width-utf8.RuneCountInString(n)+2) + strings.Join(parts, " → ")
+		for i, p := range wrap(line, evidenceWidth) {
+			if i > 0 {
+				p = strings.Repeat(" ", width+2) + p
+			}
+			fmt.Fprintf(w, "%s  %s\n", indent, p)
+		}
+	}
+}
+
+// factValue is the value of e's fact that e's record states: the node
+// fact first stated by it, else one whose value its text holds.
+func factValue(nfs []finding.NodeFact, e finding.Evidence) string {
+	for _, nf := range nfs {
+		if nf.Fact == e.Fact && nf.RecordID == e.RecordID {
+			return nf.Value
+		}
+	}
+	for _, nf := range nfs {
+		if nf.Fact == e.Fact && strings.Contains(e.Text, nf.Value) {
+			return nf.Value
+		}
+	}
+	return ""
 }
 
 // ShownEvidence picks the evidence a short view shows, in time order: all

@@ -382,8 +382,8 @@ func TestDiagnoseJSONEndsWithASummary(t *testing.T) {
 
 // TestDiagnoseReportReadsFixFirst: the report says what failed and the fix
 // before the evidence (the fix was at line 36 of 43), then the facts per
-// node, then a shortened evidence list that says how to see all of it,
-// with the failure point marked.
+// node, the launch per node in time with the failure marked, then a
+// shortened evidence list that says how to see all of it.
 func TestDiagnoseReportReadsFixFirst(t *testing.T) {
 	out, _, code := diagnose(t, seed+"/failed")
 	if code != 0 {
@@ -399,14 +399,16 @@ func TestDiagnoseReportReadsFixFirst(t *testing.T) {
 		t.Fatalf("no line %q:\n%s", prefix, out)
 		return -1
 	}
-	what, fix, table, ev, ruled := at("What happened:"), at("Fix:"), at("Per node:"), at("Evidence"), at("Ruled out:")
-	if !(what < fix && fix < table && table < ev && ev < ruled) || fix > 10 {
-		t.Errorf("sections at lines what %d, fix %d, per node %d, evidence %d, ruled out %d: want that order, the fix within 10 lines", what, fix, table, ev, ruled)
+	what, fix, table, timeline, ev, ruled := at("What happened:"), at("Fix:"), at("Per node:"), at("Timeline (UTC), per node:"), at("Evidence"), at("Ruled out:")
+	if !(what < fix && fix < table && table < timeline && timeline < ev && ev < ruled) || fix > 10 {
+		t.Errorf("sections at lines what %d, fix %d, per node %d, timeline %d, evidence %d, ruled out %d: want that order, the fix within 10 lines", what, fix, table, timeline, ev, ruled)
 	}
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^\s+node\s+requested node\s+registered ip\s+gpu total\s+tried node ip$`),
 		regexp.MustCompile(`(?m)^\s+spark-1\s+-\s+10\.1\.230\.180\s+-\s+192\.168\.200\.12$`),
 		regexp.MustCompile(`(?m)^\s+spark-2\s+-\s+10\.1\.230\.181\s+-\s+192\.168\.200\.13$`),
+		regexp.MustCompile(`(?m)^\s+spark-1  22:41:05 tried node ip 192\.168\.200\.12 → 22:41:07 registered ip 10\.1\.230\.180 → 22:41:25 gpu total 2 → ✗ 22:41:47 requested node 192\.168\.200\.12$`),
+		regexp.MustCompile(`(?m)^\s+spark-2  22:41:16 tried node ip 192\.168\.200\.13 → 22:41:18 registered ip 10\.1\.230\.181$`),
 		regexp.MustCompile(`Evidence, in time order \(8 of 14 lines; --evidence all shows every one\)`),
 		regexp.MustCompile(`(?m)^\s+✗ 22:41:47\.932\s+spark-1:\S+/monitor\.log:18$`),
 	} {
