@@ -85,4 +85,8 @@ func TestNodeTable(t *testing.T) {
 	if len((Finding{}).NodeTable().Rows) != 0 {
 		t.Error("a finding without node facts has rows")
 	}
+	unowned := Finding{Nodes: []string{"n"}, NodeFacts: []NodeFact{{Fact: "cluster_ray", Value: "2.12.0", SeenOn: []string{"n"}}}}
+	if rows := unowned.NodeTable().Rows; len(rows) != 0 {
+		t.Errorf("a table of values no node owns: %+v, want none", rows)
+	}
 }

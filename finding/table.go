@@ -24,8 +24,9 @@ type Cell struct {
 	SeenOn  []string `json:"seen_on,omitempty"` // in the last row: the nodes whose logs state them
 }
 
-// NodeTable pivots f.NodeFacts into a Table; a finding without node facts
-// gives an empty one. Rows follow f.Nodes, then nodes only the facts name.
+// NodeTable pivots f.NodeFacts into a Table; a finding without node facts,
+// or whose values no node owns, gives an empty one. Rows follow f.Nodes,
+// then nodes only the facts name.
 func (f Finding) NodeTable() Table {
 	var t Table
 	if len(f.NodeFacts) == 0 {
@@ -73,7 +74,17 @@ func (f Finding) NodeTable() Table {
 	t.Rows = slices.DeleteFunc(t.Rows, func(r TableRow) bool {
 		return !slices.ContainsFunc(r.Cells, func(c Cell) bool { return len(c.Values) > 0 })
 	})
+	// No node owns any value: a table of one row says nothing the facts
+	// do not (a single-node log, a message that names versions).
+	if len(t.Rows) == 0 {
+		return Table{}
+	}
 	if rest != nil {
+		if len(f.Nodes) <= 1 {
+			for i := range rest.Cells {
+				rest.Cells[i].SeenOn = nil // whose logs: the only node's
+			}
+		}
 		t.Rows = append(t.Rows, *rest)
 	}
 	return t

@@ -201,7 +201,9 @@ func nodeTimeline(w io.Writer, indent string, f finding.Finding) {
 		}
 		steps[e.Node] = append(steps[e.Node], step{label, i})
 	}
-	if len(nodes) == 0 {
+	// One node's timeline is its evidence list again: this is for what
+	// several nodes did side by side.
+	if len(nodes) < 2 {
 		return
 	}
 	width := 0
