@@ -380,12 +380,21 @@ async function loadFindings() {
 // causes first, as /api/findings gives them) by reloading when new.
 function upsertFinding(f) {
   const i = state.findings.findIndex((x) => x.id === f.id);
-  loadLaunches();
-  if (i < 0) { loadFindings().then(loadTimeline); return; }
+  if (i < 0) { soon('findings', () => loadFindings().then(loadTimeline)); soon('launches', loadLaunches); return; }
   if ((state.findings[i].revision || 0) > (f.revision || 0)) return;
   state.findings[i] = f;
   renderFindings();
-  loadTimeline();
+  soon('timeline', loadTimeline);
+  soon('launches', loadLaunches);
+}
+
+// soon runs fn once within 300 ms however often it is asked for meanwhile:
+// a replay announces a finding's revisions in bursts, and each reload of
+// the timeline is a search per node.
+const pending = {};
+function soon(key, fn) {
+  if (pending[key]) return;
+  pending[key] = setTimeout(() => { delete pending[key]; fn(); }, 300);
 }
 
 const factLabel = (name) => name.replace(/_/g, ' ');
