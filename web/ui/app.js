@@ -498,7 +498,7 @@ function evidenceList(f) {
 function findingCard(f, i) {
   const resolved = f.status === 'resolved';
   const meta = [f.cause, `confidence ${f.confidence}`, `launch ${f.launch}`, (f.nodes || []).join(', ')];
-  if (f.first_seen) meta.push(`failed ${fmtTime(f.first_seen)}`);
+  if (f.first_seen) meta.push(`proven ${fmtTime(f.first_seen)}`);
   if (f.explained_by) meta.push('consequence of ' + ((state.findings.find((x) => x.id === f.explained_by) || {}).rule || f.explained_by));
   if (f.status && f.status !== 'active') meta.push(f.status);
   const ruled = (f.ruled_out || []).map((r) => el('li', {}, el('b', {}, r.cause), ': ', prose('span', 'reason', r.reason)));
