@@ -189,7 +189,7 @@ func (d *Decoder) decode(raw []byte, offset, size int64, num int, rawDropped int
 	l := Line{Offset: offset, Size: size, Num: num, Text: text, ascii: d.ascii}
 	if rest, t, n := splitPastePrefixes(text); n > 0 {
 		// A container tool's prefix (see paste.go): framing, not text.
-		l.Text, l.Time, l.pasted = rest, t, n
+		l.Text, l.Time, l.pasted = rest, t, int32(n)
 	}
 	return l, true, nil
 }

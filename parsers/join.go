@@ -231,7 +231,9 @@ func (j *Joiner) recordID(offset int64) string {
 
 // Add takes the next Line of the file.
 func (j *Joiner) Add(l Line) {
-	if len(l.Text) >= squashMinBytes && int64(len(l.Text)) < l.Size {
+	// (A json-file or CRI record, with its stream, is what a program wrote
+	// at once, not a paste.)
+	if len(l.Text) >= squashMinBytes && l.Stream == "" && int64(len(l.Text)) < l.Size {
 		if j.cuts = squashCuts(l.Text, j.cuts); j.cuts != nil {
 			j.addSquashed(l)
 			return
@@ -673,7 +675,7 @@ const (
 // for the next line. It reports whether l was joined.
 func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 	prev := s.shape
-	s.observe(l.Text, l.ascii, l.pasted)
+	s.observe(l.Text, l.ascii, int(l.pasted))
 	if prev.cols < wrapIndentMin || l.Text == "" || l.pasted > 0 {
 		// (a terminal's wrap never repeats a tool's prefix)
 		return false
@@ -792,12 +794,7 @@ func (sh *lineShape) bare() bool {
 // written has lines of every width, and a wider line makes the width no
 // longer hold).
 func (s *streamLast) observe(text string, ascii bool, pasted int) {
-	sh := lineShape{cols: len(text), text: text, head: text}
-	defer func() {
-		if s.shape.cols > 0 {
-			s.shape.width = s.shape.cols + pasted
-		}
-	}()
+	sh := lineShape{cols: len(text), width: len(text) + pasted, text: text, head: text}
 	if len(text) == 0 {
 		s.shape = sh
 		return
@@ -810,6 +807,7 @@ func (s *streamLast) observe(text string, ascii bool, pasted int) {
 				sh.cols += 7 // a tab stop every 8 columns
 			}
 		}
+		sh.width = sh.cols + pasted
 	}
 	if sh.cols < wrapIndentMin {
 		s.shape = sh
@@ -821,19 +819,21 @@ func (s *streamLast) observe(text string, ascii bool, pasted int) {
 	// not bytes.
 	if !ascii && sh.cols <= 4*wrapMaxWidth && !asciiOnly(text) {
 		if strings.Contains(text, "\uFFFD") {
-			sh.cols = 0
+			sh.cols, sh.width = 0, 0
 			s.shape = sh
 			return
 		}
 		sh.cols += utf8.RuneCountInString(text) - len(text)
+		sh.width = sh.cols + pasted
 	}
-	s.shape = sh
-	cols := sh.cols + pasted
+	cols := sh.width
 	if cols > wrapMaxWidth {
-		s.shape.cols = 0
+		sh.cols, sh.width = 0, 0
+		s.shape = sh
 		s.maxCols, s.atMax = wrapMaxWidth+1, 0
 		return
 	}
+	s.shape = sh
 	if s.widths == nil {
 		s.widths = new([wrapMaxWidth + 1]int32)
 	}

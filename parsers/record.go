@@ -67,13 +67,13 @@ type Line struct {
 	Stream string    // "stdout", "stderr" or "" when the framing does not say
 	Time   time.Time // container log time (json-file / CRI), zero for plain files
 	Text   string
-	// ascii says that Text is known to be ASCII (the Decoder found
-	// nothing to clean in it): the joiner then counts its columns as bytes.
-	ascii bool
 	// pasted counts the bytes of container tools' prefixes the Decoder
 	// removed from the line (see paste.go): a terminal wrapped the line
 	// with them, and never repeats them on a wrapped piece.
-	pasted int
+	pasted int32
+	// ascii says that Text is known to be ASCII (the Decoder found
+	// nothing to clean in it): the joiner then counts its columns as bytes.
+	ascii bool
 	// broken marks a json-file or CRI line that is not a record of its
 	// format (its raw bytes are the text): the joiner makes it a record of
 	// its own, joined to nothing.
