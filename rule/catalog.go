@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/expr-lang/expr"
@@ -147,7 +148,7 @@ func (e *Entry) Matches(ev *parsers.Event) bool {
 	if text == "" {
 		text = ev.Text
 	}
-	field, all := e.m.find(ev, text, nil)
+	field, all := e.m.find(ev, text)
 	return field != "" || len(all) > 0
 }
 
@@ -163,7 +164,7 @@ func (e *Entry) FactNames() []string {
 
 var (
 	entryIDRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*){2,}$`)
-	groupRefRe  = regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*|0)$`)
+	groupRefRe  = regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*|[0-9]+)$`)
 	projectRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 	subsystemRe = projectRe
 )
@@ -270,6 +271,13 @@ func (o *factOut) compile(src string, m *matcher, path string) error {
 		}
 		if m.re == nil {
 			return ferr(path, "%s: a field matcher has no groups (use $0)", src)
+		}
+		if n, err := strconv.Atoi(g[1]); err == nil {
+			if n > m.re.NumSubexp() {
+				return ferr(path, "%s: the regex has %d group(s)", src, m.re.NumSubexp())
+			}
+			o.group = n
+			return nil
 		}
 		i := m.re.SubexpIndex(g[1])
 		if i < 0 {

@@ -1,105 +1,139 @@
 package rule
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/faultline/faultline/parsers"
 )
 
-// MaxCoverageLines is how many hit lines a MatcherCoverage keeps as examples.
+// MaxCoverageLines is how many hit lines an EntryCoverage keeps as examples.
 const MaxCoverageLines = 5
 
-// MatcherCoverage is what one matcher of a rule pack matched in a corpus.
-type MatcherCoverage struct {
-	Rule  string `json:"rule"`
-	File  string `json:"file,omitempty"` // the rule's file
-	Fact  string `json:"fact"`
-	Index int    `json:"index"` // position in the fact's `from:` list
-	Regex string `json:"regex,omitempty"`
-	Field string `json:"field,omitempty"`
-	Note  string `json:"note,omitempty"`
-	// Hits counts the events from which the matcher took a value; a match
-	// whose value_expr dropped it (or whose sources/levels exclude the
-	// event) is no hit, exactly as the engine records no fact.
+// EntryCoverage is what one catalog entry matched in a corpus.
+type EntryCoverage struct {
+	Entry     string   `json:"entry"`
+	Project   string   `json:"project"`
+	Subsystem string   `json:"subsystem"`
+	Meaning   string   `json:"meaning"`
+	File      string   `json:"file,omitempty"` // the catalog file
+	Line      int      `json:"line,omitempty"`
+	Facts     []string `json:"facts,omitempty"`   // the facts it fills
+	ReadBy    []string `json:"read_by,omitempty"` // the rules that read one of them
+	Regex     string   `json:"regex,omitempty"`
+	Field     string   `json:"field,omitempty"`
+	// Hits counts the events from which the entry took a value (an entry
+	// without facts: the events it matched); a match whose expressions
+	// dropped every value (or whose sources/levels exclude the event) is no
+	// hit, exactly as the engine records no fact.
 	Hits int `json:"hits"`
 	// Dropped counts the events whose text the regex matches but from
-	// which the matcher took no value: sources or levels exclude the
-	// event, or value_expr dropped every match. A matcher with no hit but
+	// which the entry took no value: sources or levels exclude the event,
+	// or the expressions dropped every match. An entry with no hit but
 	// drops is worth a look: the filter may be wrong.
 	Dropped int           `json:"dropped,omitempty"`
 	Lines   []CoverageHit `json:"lines,omitempty"` // the first MaxCoverageLines hits
 }
 
-// CoverageHit is one real line a matcher took a value from.
+// CoverageHit is one real line an entry took a value from.
 type CoverageHit struct {
 	File  string `json:"file"`
 	Line  int    `json:"line"`
 	Node  string `json:"node,omitempty"`
-	Value string `json:"value"`
+	Value string `json:"value,omitempty"`
 	Text  string `json:"text"` // the physical line of the record that holds the match
 }
 
-// Coverage records, for every matcher of a rule set, the events it takes a
-// value from. It runs the engine's own matching (the literal pre-filter and
-// (*matcher).extract), so a hit here is a value the engine would record.
-// Not safe for concurrent use.
+// Coverage records, for every entry of a pack's catalog (whether a rule
+// reads it or not), the events it takes a value from. It runs the engine's
+// own matching (the literal pre-filter and (*Entry).extract), so a hit here
+// is a value the engine would record. Not safe for concurrent use.
 type Coverage struct {
-	idx  *matchIndex
-	gen  uint64
-	memo regexMemo
-	of   map[*matcher]*MatcherCoverage
-	all  []*MatcherCoverage // rule order, then fact name, then index
+	idx *matchIndex
+	gen uint64
+	of  map[*Entry]*EntryCoverage
+	all []*EntryCoverage // catalog order
 }
 
-// NewCoverage prepares coverage of rules.
-func NewCoverage(rules []*Rule) *Coverage {
-	c := &Coverage{idx: buildIndex(rules), of: map[*matcher]*MatcherCoverage{}}
-	for _, r := range rules {
-		for _, name := range r.factNames {
-			for i, m := range r.facts[name].matches {
-				mc := &MatcherCoverage{Rule: r.ID, File: r.File, Fact: name, Index: i,
-					Regex: m.match.Regex, Field: m.match.Field, Note: m.spec.Note}
-				c.of[m] = mc
-				c.all = append(c.all, mc)
-			}
+// NewCoverage prepares coverage of a pack's catalog.
+func NewCoverage(p *Pack) *Coverage {
+	c := &Coverage{idx: &matchIndex{}, of: map[*Entry]*EntryCoverage{}}
+	readBy := map[string][]string{}
+	for _, r := range p.Rules {
+		for _, f := range r.factNames {
+			readBy[f] = append(readBy[f], r.ID)
 		}
 	}
+	var refs []*entryRef
+	for _, e := range p.Entries {
+		ec := &EntryCoverage{Entry: e.ID, Project: e.Project, Subsystem: e.Subsystem, Meaning: e.Meaning,
+			File: e.File, Line: e.Line, Facts: e.FactNames(), Regex: e.Match.Regex, Field: e.Match.Field}
+		for _, f := range ec.Facts {
+			for _, r := range readBy[f] {
+				if !slices.Contains(ec.ReadBy, r) {
+					ec.ReadBy = append(ec.ReadBy, r)
+				}
+			}
+		}
+		slices.Sort(ec.ReadBy)
+		c.of[e] = ec
+		c.all = append(c.all, ec)
+		refs = append(refs, &entryRef{e: e})
+	}
+	c.idx.index(refs)
 	return c
 }
 
-// Observe runs every matcher the engine would run on ev and records hits.
+// Observe runs every entry the engine would run on ev and records hits.
 func (c *Coverage) Observe(ev *parsers.Event) {
 	text := ev.Message
 	if text == "" {
 		text = ev.Text
 	}
 	c.gen++
-	c.memo.reset()
-	try := func(ref *matcherRef) {
+	try := func(ref *entryRef) {
 		if ref.seen == c.gen {
 			return
 		}
 		ref.seen = c.gen
-		vals, hit := ref.m.extract(ev, text, &c.memo)
-		value := ""
-		for _, v := range vals {
-			// The engine records no empty value (a value_expr saying "").
-			if v = strings.TrimSpace(v); v != "" {
-				value = v
-				break
+		field, all := ref.e.m.find(ev, text)
+		matched := field != "" || len(all) > 0
+		value, hit := "", ""
+		if len(ref.e.outs) == 0 {
+			if !matched {
+				if ref.e.m.re != nil && ref.e.m.re.MatchString(text) {
+					c.of[ref.e].Dropped++
+				}
+				return
+			}
+			if len(all) > 0 {
+				value, hit = all[0][0], all[0][0]
+			} else {
+				value = field
+			}
+		} else {
+			vals, h := ref.e.extract(ev, text)
+			hit = h
+			for _, vs := range vals {
+				for _, v := range vs {
+					// The engine records no empty value.
+					if v = strings.TrimSpace(v); v != "" && value == "" {
+						value = v
+					}
+				}
 			}
 		}
-		mc := c.of[ref.m]
+		ec := c.of[ref.e]
 		if value == "" {
-			if ref.m.re != nil && ref.m.re.MatchString(text) {
-				mc.Dropped++
+			if ref.e.m.re != nil && ref.e.m.re.MatchString(text) {
+				ec.Dropped++
 			}
 			return
 		}
-		mc.Hits++
-		if len(mc.Lines) < MaxCoverageLines {
-			e := evidenceOf(ev, ref.f.name, hit)
-			mc.Lines = append(mc.Lines, CoverageHit{File: e.File, Line: e.Line, Node: e.Node, Value: value, Text: e.Text})
+		ec.Hits++
+		if len(ec.Lines) < MaxCoverageLines {
+			e := evidenceOf(ev, "", hit)
+			ec.Lines = append(ec.Lines, CoverageHit{File: e.File, Line: e.Line, Node: e.Node, Value: value, Text: e.Text})
 		}
 	}
 	for _, ref := range c.idx.always {
@@ -112,24 +146,22 @@ func (c *Coverage) Observe(ev *parsers.Event) {
 	}
 }
 
-// Matchers returns every matcher's coverage, in rule order, then by fact
-// name and position.
-func (c *Coverage) Matchers() []MatcherCoverage {
-	out := make([]MatcherCoverage, len(c.all))
-	for i, mc := range c.all {
-		out[i] = *mc
-		out[i].Lines = append([]CoverageHit(nil), mc.Lines...)
+// Entries returns every entry's coverage, in catalog order.
+func (c *Coverage) Entries() []EntryCoverage {
+	out := make([]EntryCoverage, len(c.all))
+	for i, ec := range c.all {
+		out[i] = *ec
+		out[i].Lines = append([]CoverageHit(nil), ec.Lines...)
 	}
 	return out
 }
 
-// Unhit returns the matchers that took no value from any event; with
-// withoutNote, only those that carry no note either.
-func (c *Coverage) Unhit(withoutNote bool) []MatcherCoverage {
-	var out []MatcherCoverage
-	for _, mc := range c.Matchers() {
-		if mc.Hits == 0 && (!withoutNote || mc.Note == "") {
-			out = append(out, mc)
+// Unhit returns the entries that took no value from any event.
+func (c *Coverage) Unhit() []EntryCoverage {
+	var out []EntryCoverage
+	for _, ec := range c.Entries() {
+		if ec.Hits == 0 {
+			out = append(out, ec)
 		}
 	}
 	return out

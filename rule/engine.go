@@ -28,7 +28,6 @@ type Engine struct {
 	rules    []*Rule
 	idx      *matchIndex
 	gen      uint64
-	memo     regexMemo
 	clusters map[string]*clusterState
 	// forget: the findings of a forgotten launch leave the engine (serve,
 	// whose findings store keeps them); else they are kept for Findings
@@ -78,7 +77,7 @@ type launchState struct {
 	healthy  bool
 	failed   bool // a failure signal was seen (see failureLiterals)
 	start    time.Time
-	facts    map[string]*factState // rule id + "/" + fact name
+	facts    map[string]*factState // by fact name
 	findings map[string]*finding.Finding
 	ruleOf   map[string]*Rule // finding id -> the rule that raised it
 	log      launchLog        // its nodes, outcome times and first failure (verdict.go)

@@ -4,62 +4,178 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 )
 
+// testCatalog fills the facts of the test rules below; its fact names are
+// not the built-in catalog's, so only these entries run.
+const testCatalog = `project: test
+facts:
+  seg: {description: a shared memory segment}
+  op: {description: a collective's op type}
+  want: {description: a requested node address}
+  have: {description: a registered node address, self: true}
+  t_no_ib: {description: NCCL found no IB device}
+  t_ib_expected: {description: an IB HCA was configured}
+  n: {type: number, description: a free count}
+  m: {type: number, description: a total count}
+  seen: {description: a zorblax word}
+  addr: {description: an address a connect failed to}
+  digit: {description: a digit after x}
+messages:
+  - id: test.shm.segment
+    subsystem: shm
+    printed_by: test
+    versions: '1.0'
+    meaning: cause
+    causes: [nccl-shm-exhausted]
+    match: {regex: 'Error while creating shared memory segment (?P<value>\S+)'}
+    facts: {seg: $value}
+    example: 'Error while creating shared memory segment /dev/shm/x'
+    yields: {seg: [/dev/shm/x]}
+  - id: test.nccl.op
+    subsystem: nccl
+    printed_by: test
+    versions: '1.0'
+    meaning: symptom
+    match: {regex: 'OpType=(?P<value>\w+)'}
+    facts: {op: $value}
+    example: 'WorkNCCL(SeqNum=1, OpType=ALLREDUCE)'
+    yields: {op: [ALLREDUCE]}
+  - id: test.ray.want
+    subsystem: ray
+    printed_by: test
+    versions: '1.0'
+    meaning: cause
+    causes: [ray-node-ip-mismatch]
+    match: {regex: "'node:(?P<value>[\\d.]+)': 0\\.001"}
+    facts: {want: $value}
+    example: "specs=[{'node:10.0.0.2': 0.001}]"
+    yields: {want: [10.0.0.2]}
+  - id: test.ray.have
+    subsystem: ray
+    printed_by: test
+    versions: '1.0'
+    meaning: benign
+    match: {regex: 'Local node IP: (?P<value>[\d.]+)'}
+    facts: {have: $value}
+    example: 'Local node IP: 10.0.0.2'
+    yields: {have: [10.0.0.2]}
+  - id: test.ib.none
+    subsystem: ib
+    printed_by: test
+    versions: '1.0'
+    meaning: benign-unless-fatal
+    causes: [nccl-ib-unavailable]
+    match: {regex: 'NET/IB : No device found'}
+    facts: {t_no_ib: $0}
+    example: 'NET/IB : No device found.'
+    yields: {t_no_ib: ['NET/IB : No device found']}
+  - id: test.ib.hca
+    subsystem: ib
+    printed_by: test
+    versions: '1.0'
+    meaning: benign
+    match: {regex: 'NCCL_IB_HCA set to (?P<value>\S+)'}
+    facts: {t_ib_expected: $value}
+    example: 'NCCL_IB_HCA set to mlx5_0'
+    yields: {t_ib_expected: [mlx5_0]}
+  - id: test.count.free
+    subsystem: count
+    printed_by: test
+    versions: '1.0'
+    meaning: benign
+    match: {regex: 'free (?P<value>\d+)'}
+    facts: {n: $value}
+    example: 'free 3'
+    yields: {n: [3]}
+  - id: test.count.total
+    subsystem: count
+    printed_by: test
+    versions: '1.0'
+    meaning: benign
+    match: {regex: 'total (?P<value>\d+)'}
+    facts: {m: $value}
+    example: 'total 4'
+    yields: {m: [4]}
+  - id: test.zorblax.word
+    subsystem: zorblax
+    printed_by: test
+    versions: '1.0'
+    meaning: benign
+    match: {regex: 'zorblax (?P<value>\w+)'}
+    facts: {seen: $value}
+    example: 'zorblax w1'
+    yields: {seen: [w1]}
+  - id: test.socket.connect
+    subsystem: socket
+    printed_by: test
+    versions: '1.0'
+    meaning: benign
+    match: {regex: 'Connect to (?P<value>\S+) failed'}
+    facts: {addr: $value}
+    example: 'Connect to 10.0.0.2<4444> failed'
+    yields: {addr: ['10.0.0.2<4444>']}
+  - id: test.x.digit
+    subsystem: x
+    printed_by: test
+    versions: '1.0'
+    meaning: benign
+    match: {regex: 'x(?P<value>\d)'}
+    facts: {digit: $value}
+    example: 'x1'
+    yields: {digit: ['1']}
+`
+
+// mustParse loads rules (YAML documents) with the test catalog, on top of
+// the built-in causes and launch signals.
 func mustParse(t *testing.T, src string) []*Rule {
 	t.Helper()
-	rs, ps := Parse("test.yaml", []byte(src))
-	if len(ps) > 0 {
-		t.Fatalf("parse: %v", ps)
+	p, err := LoadFSPack(fstest.MapFS{
+		"catalog/test.yaml": {Data: []byte(testCatalog)},
+		"test.yaml":         {Data: []byte(src)},
+	}, ".", "t")
+	if err != nil {
+		t.Fatalf("parse: %v", err)
 	}
-	return rs
+	return p.Rules
 }
 
 const testRules = `
 id: shm
 cause: nccl-shm-exhausted
-severity: critical
 title: shm
 explains: [collective-timeout]
-facts:
-  seg:
-    from:
-      - regex: 'Error while creating shared memory segment (?P<value>\S+)'
-condition: len(seg) > 0
 summary: 'segments {{ join .seg ", " }} on {{ join .nodes ", " }}'
 remediation: --shm-size
+cases:
+  - when: len(seg) > 0
+    severity: critical
+    confidence: medium
 ---
 id: timeout
 cause: collective-timeout
-severity: critical
 title: timeout
-facts:
-  op:
-    from:
-      - regex: 'OpType=(?P<value>\w+)'
-condition: len(op) > 0
 summary: '{{ first .op }} timed out'
 remediation: see root cause
+cases:
+  - when: len(op) > 0
+    severity: critical
+    confidence: medium
 ---
 id: mismatch
 cause: ray-node-ip-mismatch
-severity: critical
 title: mismatch
-facts:
-  want:
-    from:
-      - regex: '''node:(?P<value>[\d.]+)'': 0\.001'
-  have:
-    from:
-      - regex: 'Local node IP: (?P<value>[\d.]+)'
-        self: true
-condition: 'len(want) > 0 && any(want, # not in have)'
 summary: 'want {{ join .want "," }} have {{ .owned.have }}'
 remediation: fix
+cases:
+  - when: 'len(want) > 0 && any(want, # not in have)'
+    severity: critical
+    confidence: medium
 `
 
 var t0 = time.Date(2026, 4, 8, 22, 0, 0, 0, time.UTC)
@@ -194,19 +310,16 @@ func TestEnginesShareRules(t *testing.T) {
 const tierRules = `
 id: ib
 cause: nccl-ib-unavailable
-severity: '{{ if .ib_expected }}critical{{ else }}warning{{ end }}'
-confidence: '{{ if .ib_expected }}high{{ else }}low{{ end }}'
 title: ib
-facts:
-  no_ib:
-    from:
-      - regex: '(?P<value>NET/IB : No device found)'
-  ib_expected:
-    from:
-      - regex: 'NCCL_IB_HCA set to (?P<value>\S+)'
-condition: len(no_ib) > 0 && outcome == "failed"
 summary: 'outcome {{ .outcome }}'
 remediation: fix
+condition: len(t_no_ib) > 0 && outcome == "failed"
+cases:
+  - when: len(t_ib_expected) > 0
+    severity: critical
+    confidence: high
+  - severity: warning
+    confidence: low
 `
 
 func TestEngineOutcomeAndTiers(t *testing.T) {
@@ -236,20 +349,13 @@ func TestEngineCountsExpressionErrors(t *testing.T) {
 	e := NewEngine(mustParse(t, `
 id: bad
 cause: cuda-oom
-severity: critical
 title: t
-facts:
-  n:
-    type: number
-    from:
-      - regex: 'free (?P<value>\d+)'
-  m:
-    type: number
-    from:
-      - regex: 'total (?P<value>\d+)'
-condition: max(m) > max(n)
 summary: s
 remediation: r
+cases:
+  - when: max(m) > max(n)
+    severity: critical
+    confidence: high
 `))
 	e.Observe(ev("a", 1, "free 3"))
 	e.Observe(ev("a", 2, "free 4"))

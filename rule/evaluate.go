@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
 	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 )
 
-// env builds the expression environment of a rule: each fact as the list of
-// its values (numbers as float64).
+// env builds the expression environment of a rule: each fact it reads as
+// the list of its values (numbers as float64).
 func (r *Rule) env(ls *launchState) map[string]any {
 	env := make(map[string]any, len(r.facts)+1)
 	env["outcome"] = ls.outcome()
-	for name, f := range r.facts {
-		fs := ls.facts[r.ID+"/"+name]
-		if f.number {
+	for name, d := range r.facts {
+		fs := ls.facts[name]
+		if d.Type == "number" {
 			nums := []float64{}
 			if fs != nil {
 				for _, v := range fs.values {
@@ -41,20 +42,48 @@ func (r *Rule) env(ls *launchState) map[string]any {
 	return env
 }
 
+// pick returns the case a rule's facts give: nil when its condition does
+// not hold or no case's when does.
+func (e *Engine) pick(r *Rule, env map[string]any, ev *parsers.Event) (*ruleCase, error) {
+	holds := func(p *vm.Program) (bool, error) {
+		start := time.Now()
+		ok, err := expr.Run(p, env)
+		if e.timed(r.ID, start, 1) {
+			again := time.Now()
+			expr.Run(p, env)
+			e.slow(r.ID, time.Since(again), ev)
+		}
+		b, _ := ok.(bool)
+		return b, err
+	}
+	if r.condition != nil {
+		if ok, err := holds(r.condition); err != nil || !ok {
+			return nil, err
+		}
+	}
+	for i := range r.cases {
+		c := &r.cases[i]
+		if c.when == nil {
+			return c, nil
+		}
+		if ok, err := holds(c.when); err != nil || ok {
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+	}
+	return nil, nil
+}
+
 func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.Event) *finding.Finding {
 	env := r.env(ls)
-	start := time.Now()
-	ok, err := expr.Run(r.condition, env)
-	if e.timed(r.ID, start, 1) {
-		again := time.Now()
-		expr.Run(r.condition, env)
-		e.slow(r.ID, time.Since(again), ev)
-	}
+	c, err := e.pick(r, env, ev)
 	if err != nil {
 		e.countError(r.ID, err)
 		return nil
 	}
-	if b, _ := ok.(bool); !b {
+	if c == nil {
 		// A finding whose condition no longer holds (a later fact
 		// contradicted it) is retracted, not left standing.
 		for _, f := range ls.findings {
@@ -71,14 +100,14 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 	// Key facts split findings of one rule; the first value of each is used
 	// so that a finding keeps its id while more values arrive.
 	for _, k := range r.Key {
-		if fs := ls.facts[r.ID+"/"+k]; fs != nil && len(fs.values) > 0 {
+		if fs := ls.facts[k]; fs != nil && len(fs.values) > 0 {
 			keyVals = append(keyVals, k+"="+fs.values[0])
 		}
 	}
 	id := findingID(r.ID, cluster, ls.opener, keyVals)
 	f := ls.findings[id]
 	if f == nil {
-		f = &finding.Finding{ID: id, Rule: r.ID, Cause: r.Cause, Severity: finding.Severity(r.Severity), Cluster: cluster,
+		f = &finding.Finding{ID: id, Rule: r.ID, Cause: r.Cause, Severity: c.severity, Cluster: cluster,
 			Launch: ls.num, LaunchID: launchID(cluster, ls.opener), Status: finding.Active, FirstSeen: ev.Time}
 		ls.add(f, r)
 	}
@@ -87,7 +116,7 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 		f.Status = finding.Active
 	}
 	before := fingerprint(f)
-	e.fill(f, r, cluster, ls, env)
+	e.fill(f, r, c, cluster, ls, env)
 	if fingerprint(f) == before && f.Updates > 0 {
 		return nil
 	}
@@ -96,8 +125,9 @@ func (e *Engine) evaluate(r *Rule, cluster string, ls *launchState, ev *parsers.
 	return &snap
 }
 
-// fill renders a finding from the facts of its launch.
-func (e *Engine) fill(f *finding.Finding, r *Rule, cluster string, ls *launchState, env map[string]any) {
+// fill renders a finding from the facts of its launch and the case they
+// gave.
+func (e *Engine) fill(f *finding.Finding, r *Rule, c *ruleCase, cluster string, ls *launchState, env map[string]any) {
 	data := map[string]any{"cluster": cluster, "launch": ls.num, "outcome": ls.outcome()}
 	owned := map[string]string{}
 	pairs := map[string][]Pair{}
@@ -109,7 +139,7 @@ func (e *Engine) fill(f *finding.Finding, r *Rule, cluster string, ls *launchSta
 		evFacts = r.factNames
 	}
 	for _, name := range r.factNames {
-		fs := ls.facts[r.ID+"/"+name]
+		fs := ls.facts[name]
 		vals := []string{}
 		if fs != nil {
 			vals = append(vals, fs.values...)
@@ -132,7 +162,7 @@ func (e *Engine) fill(f *finding.Finding, r *Rule, cluster string, ls *launchSta
 		owned[name] = strings.Join(parts, ", ")
 	}
 	for _, name := range evFacts {
-		fs := ls.facts[r.ID+"/"+name]
+		fs := ls.facts[name]
 		if fs == nil {
 			continue
 		}
@@ -166,20 +196,12 @@ func (e *Engine) fill(f *finding.Finding, r *Rule, cluster string, ls *launchSta
 	f.Facts = facts
 	f.Nodes = nodes
 	f.Evidence = evidence
-	f.NodeFacts = nodeFacts(evFacts, func(n string) *factState { return ls.facts[r.ID+"/"+n] })
-	f.Title = render(r.title, data)
-	f.Summary = render(r.summary, data)
-	f.Remediation = render(r.remediation, data)
-	f.Severity = finding.Severity(render(r.severity, data))
-	if f.Severity.Rank() == 0 {
-		f.Severity = finding.Warning
-	}
-	f.Confidence = render(r.confidence, data)
-	switch f.Confidence {
-	case "high", "medium", "low":
-	default:
-		f.Confidence = "medium"
-	}
+	f.NodeFacts = nodeFacts(evFacts, func(n string) *factState { return ls.facts[n] })
+	f.Title = render(c.title, data)
+	f.Summary = render(c.summary, data)
+	f.Remediation = render(c.remediation, data)
+	f.Severity = c.severity
+	f.Confidence = c.confidence
 	f.RuledOut = f.RuledOut[:0]
 	for _, ro := range r.ruledOut {
 		ok, err := expr.Run(ro.when, env)
@@ -192,17 +214,21 @@ func (e *Engine) fill(f *finding.Finding, r *Rule, cluster string, ls *launchSta
 	}
 }
 
+// fingerprint is what a reader of a finding sees: when it changes, the
+// finding is announced again (a ruled-out reason or a title that names a
+// value changes when the value does).
 func fingerprint(f *finding.Finding) string {
 	var b strings.Builder
-	b.WriteString(f.Summary)
-	b.WriteString(string(f.Status))
-	b.WriteString(string(f.Severity))
-	b.WriteString(f.Confidence)
+	for _, s := range []string{f.Title, f.Summary, f.Remediation, string(f.Status), string(f.Severity), f.Confidence} {
+		b.WriteString(s)
+		b.WriteByte(0)
+	}
 	for _, ev := range f.Evidence {
 		b.WriteString(ev.RecordID)
 	}
 	for _, ro := range f.RuledOut {
 		b.WriteString(ro.Cause)
+		b.WriteString(ro.Reason)
 	}
 	return b.String()
 }

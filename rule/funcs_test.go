@@ -44,15 +44,13 @@ func TestExprFuncsInConditions(t *testing.T) {
 	e := NewEngine(mustParse(t, `
 id: bridge
 cause: nccl-socket-interface
-severity: critical
 title: t
-facts:
-  addr:
-    from:
-      - regex: 'Connect to (?P<value>\S+) failed'
-condition: 'any(addr, iface_unroutable("", #)) && !any(addr, ip_redacted(#))'
 summary: s
 remediation: r
+cases:
+  - when: 'any(addr, iface_unroutable("", #)) && !any(addr, ip_redacted(#))'
+    severity: critical
+    confidence: high
 `))
 	if got := e.Observe(ev("a", 1, "Connect to 10.0.0.2<4444> failed")); len(got) != 0 {
 		t.Fatalf("routable address fired: %v", got)
@@ -63,15 +61,13 @@ remediation: r
 	if _, ps := Parse("x.yaml", []byte(`
 id: bad
 cause: cuda-oom
-severity: critical
 title: t
-facts:
-  a:
-    from:
-      - regex: 'x(?P<value>\d)'
-condition: same_subnet(a, "10.0.0.1")
 summary: s
 remediation: r
+cases:
+  - when: same_subnet(oom, "10.0.0.1")
+    severity: critical
+    confidence: high
 `)); len(ps) == 0 {
 		t.Fatal("a helper called with the wrong arguments passed lint")
 	}

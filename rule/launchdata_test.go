@@ -12,15 +12,16 @@ import (
 // nothing is resolved.
 func TestLaunchSignalsFromData(t *testing.T) {
 	custom := fstest.MapFS{
-		"launch.yaml": {Data: []byte("ready:\n  - literal: 'inference gateway accepting requests'\n")},
-		"r.yaml":      {Data: []byte(strings.SplitN(testRules, "---", 2)[0])},
+		"launch.yaml":       {Data: []byte("ready:\n  - literal: 'inference gateway accepting requests'\n")},
+		"catalog/test.yaml": {Data: []byte(testCatalog)},
+		"r.yaml":            {Data: []byte(strings.SplitN(testRules, "---", 2)[0])},
 	}
 	for _, tt := range []struct {
 		name     string
 		fsys     fstest.MapFS
 		resolved bool
 	}{
-		{"built-in signals only", fstest.MapFS{"r.yaml": custom["r.yaml"]}, false},
+		{"built-in signals only", fstest.MapFS{"r.yaml": custom["r.yaml"], "catalog/test.yaml": custom["catalog/test.yaml"]}, false},
 		{"with the DIR's ready line", custom, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"text/template/parse"
-	"unicode"
 
 	"github.com/faultline/faultline/parsers"
 )
@@ -39,52 +38,6 @@ var parserFields = []string{
 	"nranks", "pid", "rank", "ray_component", "repeated", "tid", "version", "warning_type",
 }
 
-// minNoteWords is how many words a matcher's note needs at least: a version
-// alone ("2.21") does not say where a wording comes from.
-const minNoteWords = 4
-
-// lintSpec returns the problems compile does not see: unknown sources,
-// levels and fields of matchers, notes without a version, and template
-// fields that name nothing; with costs, regexes over the cost budget.
-func lintSpec(s Spec, costs bool) []error {
-	var errs []error
-	for _, name := range sortedKeys(s.Facts) {
-		for i, ms := range s.Facts[name].From {
-			errs = append(errs, lintMatcher(ms, fmt.Sprintf("$.facts.%s.from[%d]", name, i), costs)...)
-		}
-	}
-	facts := map[string]bool{}
-	for name := range s.Facts {
-		facts[name] = true
-	}
-	templates := []struct{ path, name, text string }{
-		{"$.severity", "severity", s.Severity},
-		{"$.confidence", "confidence", s.Confidence},
-		{"$.title", "title", s.Title},
-		{"$.summary", "summary", s.Summary},
-		{"$.remediation", "remediation", s.Remediation},
-	}
-	for i, ro := range s.RuledOut {
-		templates = append(templates, struct{ path, name, text string }{fmt.Sprintf("$.ruled_out[%d].reason", i), "reason", ro.Reason})
-	}
-	for _, t := range templates {
-		for _, msg := range templateFields(t.name, t.text, facts) {
-			errs = append(errs, ferr(t.path, "%s", msg))
-		}
-	}
-	return errs
-}
-
-func lintMatcher(ms MatchSpec, path string, costs bool) []error {
-	errs := lintMatch(Match{Regex: ms.Regex, Field: ms.Field, Sources: ms.Sources, Levels: ms.Levels}, path, costs)
-	if ms.Note != "" {
-		if msg := noteProblem(ms.Note); msg != "" {
-			errs = append(errs, ferr(path+".note", "note %q %s", ms.Note, msg))
-		}
-	}
-	return errs
-}
-
 // lintMatch checks a matcher's sources, levels and field against what the
 // parsers set, and with costs its regex against the cost budget.
 func lintMatch(ms Match, path string, costs bool) []error {
@@ -111,18 +64,6 @@ func lintMatch(ms Match, path string, costs bool) []error {
 	return errs
 }
 
-// noteProblem says what a matcher's note lacks: it must name the upstream
-// version that prints the wording (a digit) in a few words.
-func noteProblem(note string) string {
-	if !strings.ContainsFunc(note, unicode.IsDigit) {
-		return "names no version: say which upstream version prints this wording (e.g. \"NCCL 2.26 bootstrap.cc\")"
-	}
-	if n := len(strings.Fields(note)); n < minNoteWords {
-		return fmt.Sprintf("has %d word(s): say in at least %d words which upstream file and version print this wording", n, minNoteWords)
-	}
-	return ""
-}
-
 // dotKind is what `.` stands for at a point of a template.
 type dotKind int
 
@@ -132,13 +73,14 @@ const (
 	dotUnknown                // anything else (a value of a fact, ...): not checked
 )
 
-// templateFields parses a template and returns a message for every field
-// that refers to nothing: `.x` where x is neither a fact nor reserved,
-// `.owned.x`/`.pairs.x` where x is not a fact, a field of a pair other than
-// Value and Node.
-func templateFields(name, text string, facts map[string]bool) []string {
+// templateFields parses a template and returns the facts it reads and a
+// message for every field that refers to nothing: `.x` where x is neither
+// a declared fact nor reserved, `.owned.x`/`.pairs.x` where x is not a
+// fact, a field of a pair other than Value and Node. Reserved names read
+// are returned too (outcome matters to re-evaluation).
+func templateFields(name, text string, facts map[string]*FactDecl) ([]string, []string) {
 	if text == "" {
-		return nil
+		return nil, nil
 	}
 	// Only the tree matters here: function names are compile's to check,
 	// and so are parse errors.
@@ -146,20 +88,21 @@ func templateFields(name, text string, facts map[string]bool) []string {
 	t.Mode = parse.SkipFuncCheck
 	trees := map[string]*parse.Tree{}
 	if _, err := t.Parse(text, "", "", trees); err != nil {
-		return nil
+		return nil, nil
 	}
-	l := &templateLint{name: name, text: text, facts: facts}
+	l := &templateLint{name: name, text: text, facts: facts, refs: map[string]bool{}}
 	for _, t := range trees {
 		if t.Root != nil {
 			l.walk(t.Root, dotRoot)
 		}
 	}
-	return l.msgs
+	return sortedKeys(l.refs), l.msgs
 }
 
 type templateLint struct {
 	name, text string
-	facts      map[string]bool
+	facts      map[string]*FactDecl
+	refs       map[string]bool
 	msgs       []string
 }
 
@@ -261,12 +204,19 @@ func (l *templateLint) fields(pos parse.Pos, ident []string, dot dotKind) {
 		x := ident[0]
 		switch {
 		case x == "owned" || x == "pairs":
-			if len(ident) > 1 && !l.facts[ident[1]] {
-				l.addf(pos, "unknown field .%s.%s: %q is not a fact of this rule", x, ident[1], ident[1])
+			if len(ident) > 1 {
+				if l.facts[ident[1]] == nil {
+					l.addf(pos, "unknown field .%s.%s: %q is not a declared fact", x, ident[1], ident[1])
+				} else {
+					l.refs[ident[1]] = true
+				}
 			}
 		case reservedNames[x]:
-		case !l.facts[x]:
-			l.addf(pos, "unknown field .%s: not a fact of this rule nor reserved (.%s)", x, strings.Join(sortedKeys(reservedNames), ", ."))
+			l.refs[x] = true
+		case l.facts[x] == nil:
+			l.addf(pos, "unknown field .%s: not a declared fact nor reserved (.%s)", x, strings.Join(sortedKeys(reservedNames), ", ."))
+		default:
+			l.refs[x] = true
 		}
 	}
 }

@@ -8,66 +8,81 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
-// lintDoc is a valid rule with one matcher and one template to vary.
-func lintDoc(matcher, summary string) string {
+// lintDoc is a valid rule reading the built-in fact tried, with a summary
+// to vary.
+func lintDoc(summary string) string {
 	return `id: t
 cause: cuda-oom
-severity: critical
 title: 'oom on {{ join .nodes ", " }}'
-facts:
-  tried:
-    from:
-      - regex: 'Tried to allocate (?P<value>\S+)'
-` + matcher + `
-condition: len(tried) > 0
-summary: ` + summary + `
 remediation: r
+cases:
+  - when: len(tried) > 0
+    severity: critical
+    confidence: high
+    summary: ` + summary + `
+`
+}
+
+// lintEntry is a valid catalog entry with keys of its matcher to vary.
+func lintEntry(match string) string {
+	return `project: lint
+facts:
+  lint_word: {description: a word}
+messages:
+  - id: lint.x.word
+    subsystem: x
+    printed_by: nothing
+    versions: '1.0'
+    meaning: benign
+    match:
+      regex: 'lint (?P<w>\w+)'
+` + match + `
+    facts: {lint_word: $w}
+    example: 'lint foo'
+    yields: {lint_word: [foo]}
 `
 }
 
 // Names the engine would silently never match are lint errors at the line
-// and column of the offending value.
+// and column of the offending value: template fields of rules, sources,
+// levels and fields of catalog matchers.
 func TestStrictLint(t *testing.T) {
 	okSummary := `'{{ first .tried }}'`
 	tests := []struct {
 		name    string
-		matcher string // extra keys of the matcher (indented under it)
+		match   string // extra keys of the entry's matcher (indented under it)
 		summary string
 		want    string // "line:col: text"; "" = lints clean
 	}{
-		{"valid source and level", "        sources: [vllm, torch]\n        levels: [error]", okSummary, ""},
-		{"unknown source", "        sources: [vllm, vllmm]", okSummary, `9:25: unknown source "vllmm"`},
-		{"unknown level", "        levels: [warn]", okSummary, `9:18: unknown level "warn"`},
-		{"note with version", "        note: 'NCCL 2.26 bootstrap.cc prints this'", okSummary, ""},
-		{"note without version", "        note: 'seen in newer versions'", okSummary, `9:15: note "seen in newer versions" names no version`},
-		{"note too short", "        note: 'NCCL 2.26'", okSummary, `9:15: note "NCCL 2.26" has 2 word(s)`},
+		{"valid source and level", "      sources: [vllm, torch]\n      levels: [error]", okSummary, ""},
+		{"unknown source", "      sources: [vllm, vllmm]", okSummary, `cat.yaml:12:23: unknown source "vllmm"`},
+		{"unknown level", "      levels: [warn]", okSummary, `cat.yaml:12:16: unknown level "warn"`},
 		{"reserved and fact fields", "", `'{{ .cluster }} {{ .launch }} {{ .owned.tried }} {{ range .pairs.tried }}{{ .Node }}={{ .Value }}{{ end }} {{ $.tried }}'`, ""},
-		{"unknown template field", "", `'{{ .nope }}'`, `11:10: summary (template line 1): unknown field .nope`},
-		{"unknown fact under owned", "", `'{{ .owned.nope }}'`, `11:10: summary (template line 1): unknown field .owned.nope`},
+		{"unknown template field", "", `'{{ .nope }}'`, `x.yaml:9:14: summary (template line 1): unknown field .nope`},
+		{"unknown fact under owned", "", `'{{ .owned.nope }}'`, `x.yaml:9:14: summary (template line 1): unknown field .owned.nope`},
 		{"unknown field of a pair", "", `'{{ range .pairs.tried }}{{ .Rank }}{{ end }}'`, `unknown field .Rank of a pair`},
 		{"unknown field via $ inside range", "", `'{{ range .tried }}{{ $.nope }}{{ end }}'`, `unknown field .nope`},
 		{"unknown field in a function argument", "", `'{{ join .nope ", " }}'`, `unknown field .nope`},
-		{"unknown field on the second template line", "", "|-\n  ok\n  {{ if .nope }}x{{ end }}", `summary (template line 2): unknown field .nope`},
+		{"unknown field on the second template line", "", "|-\n      ok\n      {{ if .nope }}x{{ end }}", `summary (template line 2): unknown field .nope`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, problems := Parse("x.yaml", []byte(lintDoc(tt.matcher, tt.summary)))
+			_, err := LoadFSPack(fstest.MapFS{
+				"catalog/cat.yaml": {Data: []byte(lintEntry(tt.match))},
+				"x.yaml":           {Data: []byte(lintDoc(tt.summary))},
+			}, ".", "d")
 			if tt.want == "" {
-				if len(problems) > 0 {
-					t.Fatalf("want no problem, got %v", problems)
+				if err != nil {
+					t.Fatalf("want no problem, got %v", err)
 				}
 				return
 			}
-			var got []string
-			for _, p := range problems {
-				got = append(got, p.String())
-				if strings.Contains(p.String(), tt.want) && strings.HasPrefix(p.String(), "x.yaml:") {
-					return
-				}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("want a problem containing %q, got %v", tt.want, err)
 			}
-			t.Errorf("want a problem containing %q, got %q", tt.want, got)
 		})
 	}
 }
@@ -76,7 +91,13 @@ func TestStrictLint(t *testing.T) {
 // source is rejected with file:line there too.
 func TestStrictLintOnLoad(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "t.yaml"), []byte(lintDoc("        sources: [vllmm]", `'{{ .nope }}'`)), 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "catalog"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "catalog", "cat.yaml"), []byte(lintEntry("      sources: [vllmm]")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "t.yaml"), []byte(lintDoc(`'{{ .nope }}'`)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Load([]string{dir}, true)
@@ -85,8 +106,8 @@ func TestStrictLintOnLoad(t *testing.T) {
 		t.Fatalf("Load = %v, want a LoadError", err)
 	}
 	for _, want := range []string{
-		filepath.Join(dir, "t.yaml") + `:9:19: unknown source "vllmm"`,
-		filepath.Join(dir, "t.yaml") + ":11:10: summary (template line 1): unknown field .nope",
+		filepath.Join(dir, "catalog", "cat.yaml") + `:12:17: unknown source "vllmm"`,
+		filepath.Join(dir, "t.yaml") + ":9:14: summary (template line 1): unknown field .nope",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("load error lacks %q:\n%v", want, err)

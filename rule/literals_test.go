@@ -10,26 +10,18 @@ import (
 // The scanner reports exactly the literals that strings.Contains finds,
 // overlapping and nested ones included.
 func TestLiteralScannerMatchesContains(t *testing.T) {
-	rs, err := LoadBuiltin()
+	p, err := LoadBuiltinPack()
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx := buildIndex(rs)
+	// Every literal of the catalog's matchers.
 	var lits []string
-	for _, refs := range idx.byLit {
-		_ = refs
-	}
-	// Rebuild the literal list in pattern order from the markers and refs.
 	seen := map[string]bool{}
-	for _, r := range rs {
-		for _, f := range r.facts {
-			for _, m := range f.matches {
-				for _, l := range m.literals {
-					if !seen[l] {
-						seen[l] = true
-						lits = append(lits, l)
-					}
-				}
+	for _, e := range p.Entries {
+		for _, l := range e.m.literals {
+			if !seen[l] {
+				seen[l] = true
+				lits = append(lits, l)
 			}
 		}
 	}

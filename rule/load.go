@@ -102,14 +102,15 @@ func LoadFSPack(fsys fs.FS, dir, display string) (*Pack, error) {
 	return loadLayers([]layerSource{builtinLayer(), {fsys: fsys, dir: dir, display: display}}, 1)
 }
 
-// Parse reads the rules of one file (one rule per YAML document) and checks
-// them against the built-in catalog and causes. Problems name the file,
+// Parse reads the rules of one file (one rule per YAML document, with the
+// catalog documents it may carry) and checks them against the built-in
+// catalog and causes. Problems name the file,
 // line and column.
 func Parse(file string, data []byte) ([]*Rule, []Problem) {
 	base, problems := readLayer(rules.FS, ".", "rules", true)
-	docs, ps := parseRuleDocs(file, data)
+	docs, cats, ps := parseRuleFile(file, data)
 	problems = append(problems, ps...)
-	p, ps := build([]*layer{base, {display: file, rules: docs}}, 1)
+	p, ps := build([]*layer{base, {display: file, rules: docs, catalog: cats}}, 1)
 	problems = append(problems, ps...)
 	sortProblems(problems)
 	return p.Rules, problems

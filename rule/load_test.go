@@ -20,13 +20,23 @@ func TestLintReportsFileAndLine(t *testing.T) {
 		msg  string
 	}{
 		{"unknown-key.yaml", 9, "colour"},
-		{"bad-regex.yaml", 8, "regex"},
 		{"bad-expr.yaml", 9, "unknown name y"},
 		{"unknown-cause.yaml", 2, "unknown cause \"cosmic-rays\""},
-		{"bad-template.yaml", 10, "summary"},
+		{"bad-template.yaml", 11, "summary"},
 		{"syntax.yaml", 3, ""},
 		{"dup-b.yaml", 1, "duplicate rule id \"same\""},
-		{"bad-severity.yaml", 3, "fatal"},
+		// Severity and confidence are words: a typo is an error, never a
+		// warning in disguise.
+		{"bad-severity.yaml", 7, "severity \"fatal\" is not one of critical, warning, info"},
+		{"bad-severity.yaml", 10, "severity \"crtical\""},
+		{"bad-severity.yaml", 13, "severity \"warn\""},
+		{"bad-severity.yaml", 14, "confidence \"hihg\" is not one of high, medium, low"},
+		{"bad-severity.yaml", 16, "severity is a word, not a template"},
+		{"unknown-fact.yaml", 3, "unknown field .oomm: not a declared fact"},
+		{"unknown-fact.yaml", 5, "key \"gpuu\" is not a declared fact"},
+		{"cross-type.yaml", 6, "a number fact meets a string fact"},
+		{"v1.yaml", 6, "rule language v1: a rule no longer declares matchers"},
+		{"v1.yaml", 3, "rule language v1: severity is set per case"},
 	}
 	for _, tt := range tests {
 		found := false

@@ -2,6 +2,7 @@ package rule
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,31 +13,6 @@ import (
 	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 )
-
-// regexMemo remembers the regex results of the current event: several rules
-// often use the very same regex (the GPU total of `ray status`), and it
-// should run once.
-type regexMemo struct {
-	srcs    []string
-	results [][][]string
-}
-
-func (r *regexMemo) reset() {
-	r.srcs, r.results = r.srcs[:0], r.results[:0]
-}
-
-func (r *regexMemo) find(m *matcher, text string) [][]string {
-	src := m.match.Regex
-	for i, s := range r.srcs {
-		if s == src {
-			return r.results[i]
-		}
-	}
-	all := m.findAll(text)
-	r.srcs = append(r.srcs, src)
-	r.results = append(r.results, all)
-	return all
-}
 
 // findAll runs the matcher's regex. A regex that cannot match across lines
 // runs only on the lines that hold its literal (a 40-line traceback is
@@ -80,27 +56,28 @@ func (m *matcher) lineHasLiteral(line string) bool {
 	return false
 }
 
-// matchIndex finds the matchers worth running on a text: those whose
-// required literal it contains, plus those without one.
+// matchIndex finds the catalog entries worth running on a text: those
+// whose required literal it contains, plus those without one. Only entries
+// that fill a fact some rule reads are in it.
 //
 // Rules are shared between engines (rules test runs many), so everything an
 // engine mutates per event lives here, in the engine's own index.
 type matchIndex struct {
 	ac     *literalScanner
 	markOf []uint8 // per pattern: the launch-marker bits it stands for
-	byLit  [][]*matcherRef
-	always []*matcherRef
+	byLit  [][]*entryRef
+	always []*entryRef
 	order  map[*Rule]int // position in the rule list: evaluation order
-	launch *launchSet    // the launch signals of the rules' pack
 	dirty  []uint64      // per rule: event generation in which it last learnt a fact
+	rules  []*Rule
+	launch *launchSet // the launch signals of the rules' pack
 }
 
-type matcherRef struct {
-	r    *Rule
-	ri   int // index of r in the rule list
-	f    *fact
-	m    *matcher
-	seen uint64 // event generation that last ran it (a literal can occur twice)
+type entryRef struct {
+	e       *Entry
+	outs    []int   // the entry's facts that some rule reads (indexes of e.outs)
+	readers [][]int // per out: the rules that read it (indexes of the rule list)
+	seen    uint64  // event generation that last ran it (a literal can occur twice)
 }
 
 // launchOf returns the launch signals of the pack the rules were loaded
@@ -114,11 +91,60 @@ func launchOf(rules []*Rule) *launchSet {
 	return &launchSet{}
 }
 
+// entriesOf returns the catalog entries of the rules' packs (rules loaded
+// together share one), each id once.
+func entriesOf(rules []*Rule) []*Entry {
+	var out []*Entry
+	seen := map[string]bool{}
+	var packs []*Pack
+	for _, r := range rules {
+		if r.pack != nil && !slices.Contains(packs, r.pack) {
+			packs = append(packs, r.pack)
+		}
+	}
+	for _, p := range packs {
+		for _, e := range p.Entries {
+			if !seen[e.ID] {
+				seen[e.ID] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
 func buildIndex(rules []*Rule) *matchIndex {
-	idx := &matchIndex{order: make(map[*Rule]int, len(rules)), dirty: make([]uint64, len(rules))}
+	idx := &matchIndex{order: make(map[*Rule]int, len(rules)), dirty: make([]uint64, len(rules)), rules: rules}
+	readers := map[string][]int{}
+	for i, r := range rules {
+		idx.order[r] = i
+		for _, f := range r.factNames {
+			readers[f] = append(readers[f], i)
+		}
+	}
+	var refs []*entryRef
+	for _, e := range entriesOf(rules) {
+		ref := &entryRef{e: e}
+		for i, o := range e.outs {
+			if rs := readers[o.name]; len(rs) > 0 {
+				ref.outs = append(ref.outs, i)
+				ref.readers = append(ref.readers, rs)
+			}
+		}
+		if len(ref.outs) > 0 {
+			refs = append(refs, ref)
+		}
+	}
+	idx.launch = launchOf(rules)
+	idx.index(refs)
+	return idx
+}
+
+// index builds the literal scanner over the entries' literals and the
+// launch signals (a literal shared by both is one pattern).
+func (idx *matchIndex) index(refs []*entryRef) {
 	litIdx := map[string]int{}
 	var lits []string
-	// intern gives each distinct literal one pattern index.
 	intern := func(lit string) int {
 		j, ok := litIdx[lit]
 		if !ok {
@@ -130,78 +156,66 @@ func buildIndex(rules []*Rule) *matchIndex {
 		}
 		return j
 	}
-	for i, r := range rules {
-		idx.order[r] = i
-		for _, name := range r.factNames {
-			f := r.facts[name]
-			for _, m := range f.matches {
-				ref := &matcherRef{r: r, ri: i, f: f, m: m}
-				if len(m.literals) == 0 {
-					idx.always = append(idx.always, ref)
-					continue
-				}
-				for _, lit := range m.literals {
-					j := intern(lit)
-					idx.byLit[j] = append(idx.byLit[j], ref)
-				}
-			}
+	for _, ref := range refs {
+		if len(ref.e.m.literals) == 0 {
+			idx.always = append(idx.always, ref)
+			continue
+		}
+		for _, lit := range ref.e.m.literals {
+			j := intern(lit)
+			idx.byLit[j] = append(idx.byLit[j], ref)
 		}
 	}
-	// Literals are distinct patterns, so a launch signal that is also some
-	// matcher's literal shares that literal's pattern.
-	idx.launch = launchOf(rules)
-	for i, lit := range idx.launch.literals {
-		idx.markOf[intern(lit)] |= idx.launch.marks[i]
+	if idx.launch != nil {
+		for i, lit := range idx.launch.literals {
+			idx.markOf[intern(lit)] |= idx.launch.marks[i]
+		}
 	}
 	idx.ac = newLiteralScanner(lits)
-	return idx
 }
 
-// extract runs the matchers whose required literal occurs in the text (one
+// extract runs the entries whose required literal occurs in the text (one
 // Aho-Corasick pass finds them all) and records the facts they yield; it
 // returns the rules that learnt something, in rule order.
 func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string, hits []int) []*Rule {
 	idx := e.idx
 	e.gen++
-	e.memo.reset()
 	var dirty []*Rule
 	// Matchers run on every event: reading the clock around each cost 8% of
 	// diagnose, so their time is taken on one event in timedEvery.
 	timing := e.gen%timedEvery == 0
-	var vals []string
+	var vals [][]string
 	var hit string
-	try := func(ref *matcherRef) {
+	try := func(ref *entryRef) {
 		if ref.seen == e.gen {
 			return
 		}
 		ref.seen = e.gen
 		if !timing {
-			vals, hit = ref.m.extract(ev, text, &e.memo)
+			vals, hit = ref.e.extract(ev, text)
 		} else {
 			start := time.Now()
-			vals, hit = ref.m.extract(ev, text, &e.memo)
-			if e.timed(ref.r.ID, start, timedEvery) {
-				// Once more, without the memo of this event's regex results.
-				var memo regexMemo
+			vals, hit = ref.e.extract(ev, text)
+			if e.timed(ref.e.ID, start, timedEvery) {
 				again := time.Now()
-				ref.m.extract(ev, text, &memo)
-				e.slow(ref.r.ID, time.Since(again), ev)
+				ref.e.extract(ev, text)
+				e.slow(ref.e.ID, time.Since(again), ev)
 			}
 		}
-		if len(vals) == 0 {
+		if vals == nil {
 			return
 		}
-		if ref.f.number {
-			// One spelling per number: "2.0" and "2" are the same fact.
-			for i, v := range vals {
-				if n, ok := parseNumber(v); ok {
-					vals[i] = fmtNumber(n)
+		for k, oi := range ref.outs {
+			o := &ref.e.outs[oi]
+			if len(vals[oi]) == 0 || !e.record(ls, o.name, vals[oi], o.self, ev, hit) {
+				continue
+			}
+			for _, ri := range ref.readers[k] {
+				if idx.dirty[ri] != e.gen {
+					idx.dirty[ri] = e.gen
+					dirty = append(dirty, idx.rules[ri])
 				}
 			}
-		}
-		if e.record(ls, ref.r.ID+"/"+ref.f.name, vals, ref.m.spec.Self, ev, ref.f.name, hit) && idx.dirty[ref.ri] != e.gen {
-			idx.dirty[ref.ri] = e.gen
-			dirty = append(dirty, ref.r)
 		}
 	}
 	for _, ref := range idx.always {
@@ -218,35 +232,9 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string, hits [
 	return dirty
 }
 
-// extract returns the values this matcher finds in an event, and the text
-// of the first match (to point the evidence at the right line of a
-// multi-line record).
-func (m *matcher) extract(ev *parsers.Event, text string, memo *regexMemo) ([]string, string) {
-	field, all := m.find(ev, text, memo)
-	if field != "" {
-		return []string{field}, ""
-	}
-	if len(all) == 0 {
-		return nil, ""
-	}
-	hit := all[0][0]
-	vals := make([]string, 0, len(all))
-	for _, sm := range all {
-		v := sm[m.valueIdx]
-		if m.valueExpr != nil {
-			var ok bool
-			if v, ok = runValue(m.valueExpr, m.groups, sm); !ok {
-				continue
-			}
-		}
-		vals = append(vals, v)
-	}
-	return combine(m.match.Combine, vals), hit
-}
-
 // find runs the matcher on an event: the field's value, or every match of
 // the regex (nil when the filters exclude the event).
-func (m *matcher) find(ev *parsers.Event, text string, memo *regexMemo) (string, [][]string) {
+func (m *matcher) find(ev *parsers.Event, text string) (string, [][]string) {
 	if m.sources != nil && !m.sources[ev.Source] {
 		return "", nil
 	}
@@ -261,10 +249,7 @@ func (m *matcher) find(ev *parsers.Event, text string, memo *regexMemo) (string,
 			return "", nil
 		}
 	}
-	if memo == nil {
-		return "", m.findAll(text)
-	}
-	return "", memo.find(m, text)
+	return "", m.findAll(text)
 }
 
 // runValue computes a value expression over a match's named groups; false
@@ -301,7 +286,7 @@ func combine(how string, vals []string) []string {
 // (e.outs), and the text of the first match. A number fact's values are
 // spelt one way ("2.0" and "2" are the same value).
 func (e *Entry) extract(ev *parsers.Event, text string) ([][]string, string) {
-	field, all := e.m.find(ev, text, nil)
+	field, all := e.m.find(ev, text)
 	if field == "" && len(all) == 0 {
 		return nil, ""
 	}
@@ -369,11 +354,11 @@ func eventField(ev *parsers.Event, name string) string {
 
 // record adds values of a fact with their evidence; it reports whether
 // anything new was learnt.
-func (e *Engine) record(ls *launchState, key string, vals []string, self bool, ev *parsers.Event, factName, hit string) bool {
-	fs := ls.facts[key]
+func (e *Engine) record(ls *launchState, fact string, vals []string, self bool, ev *parsers.Event, hit string) bool {
+	fs := ls.facts[fact]
 	if fs == nil {
 		fs = &factState{info: map[string]*valueInfo{}}
-		ls.facts[key] = fs
+		ls.facts[fact] = fs
 	}
 	changed := false
 	for _, v := range vals {
@@ -400,7 +385,7 @@ func (e *Engine) record(ls *launchState, key string, vals []string, self bool, e
 			changed = true
 		}
 		if len(vi.evidence) < maxEvidencePerVal && !hasRecord(vi.evidence, ev.ID) {
-			vi.evidence = append(vi.evidence, evidenceOf(ev, factName, hit))
+			vi.evidence = append(vi.evidence, evidenceOf(ev, fact, hit))
 			changed = true
 		}
 	}

@@ -27,13 +27,18 @@ const (
 
 // Pack is a loaded rule pack: what the engine runs and what lint reports on.
 type Pack struct {
+	// Warnings are what lint reports without failing: facts no rule reads,
+	// facts no entry fills.
+	Warnings []Problem
+
 	Rules   []*Rule
 	Entries []*Entry // the catalog, in file order
 	Facts   map[string]*FactDecl
 	Causes  []Cause
 
-	factAt map[string]string // fact -> where it is declared, for messages
-	launch *launchSet
+	factAt  map[string]string   // fact -> where it is declared, for messages
+	fillers map[string][]*Entry // fact -> the entries that fill it
+	launch  *launchSet
 }
 
 // Cause is a cause of the catalog: what it means and its default fix (the
@@ -175,8 +180,9 @@ func readLayer(fsys fs.FS, dir, display string, trusted bool) (*layer, []Problem
 			if !ok {
 				continue
 			}
-			docs, ps := parseRuleDocs(name, data)
+			docs, cats, ps := parseRuleFile(name, data)
 			l.rules = append(l.rules, docs...)
+			l.catalog = append(l.catalog, cats...)
 			problems = append(problems, ps...)
 		}
 	}
@@ -190,6 +196,11 @@ func isYAML(name string) bool {
 // parseDocs decodes every YAML document of a file into a T, strictly
 // (unknown keys are errors at their line).
 func parseDocs[T any](file string, data []byte) ([]*ast.DocumentNode, []T, []Problem) {
+	return parseDocsIf[T](file, data, nil)
+}
+
+// parseDocsIf is parseDocs for the documents keep accepts (all for nil).
+func parseDocsIf[T any](file string, data []byte, keep func(*ast.DocumentNode) bool) ([]*ast.DocumentNode, []T, []Problem) {
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, nil, []Problem{yamlProblem(file, err)}
@@ -198,7 +209,7 @@ func parseDocs[T any](file string, data []byte) ([]*ast.DocumentNode, []T, []Pro
 	var out []T
 	var problems []Problem
 	for _, doc := range f.Docs {
-		if doc.Body == nil {
+		if doc.Body == nil || (keep != nil && !keep(doc)) {
 			continue
 		}
 		var v T
@@ -223,7 +234,25 @@ type catalogTop struct {
 }
 
 func parseCatalogFile(file string, data []byte) ([]catalogDoc, []Problem) {
-	docs, tops, problems := parseDocs[catalogTop](file, data)
+	return parseCatalogDocs(file, data, nil)
+}
+
+// isCatalogDoc reports whether a document of a rule file is a catalog
+// document (messages, or fact declarations without a rule id): a rule file
+// may carry the entries its rule reads, as a document of its own.
+func isCatalogDoc(doc *ast.DocumentNode) bool {
+	var keys map[string]any
+	if yaml.NodeToValue(doc.Body, &keys) != nil {
+		return false
+	}
+	_, messages := keys["messages"]
+	_, facts := keys["facts"]
+	_, id := keys["id"]
+	return messages || (facts && !id)
+}
+
+func parseCatalogDocs(file string, data []byte, keep func(*ast.DocumentNode) bool) ([]catalogDoc, []Problem) {
+	docs, tops, problems := parseDocsIf[catalogTop](file, data, keep)
 	var out []catalogDoc
 	for i, doc := range docs {
 		t := tops[i]
@@ -263,15 +292,46 @@ func parseCauses(file string, data []byte) ([]causeDoc, []Problem) {
 	return out, problems
 }
 
+// parseRuleFile reads a rule file: its rules, and the catalog documents it
+// may carry.
+func parseRuleFile(file string, data []byte) ([]ruleDoc, []catalogDoc, []Problem) {
+	rules, problems := parseRuleDocs(file, data)
+	cats, ps := parseCatalogDocs(file, data, isCatalogDoc)
+	if len(problems) > 0 && len(ps) > 0 && problems[0] == ps[0] {
+		ps = ps[1:] // one syntax error, reported once
+	}
+	return rules, cats, append(problems, ps...)
+}
+
 func parseRuleDocs(file string, data []byte) ([]ruleDoc, []Problem) {
-	docs, specs, problems := parseDocs[Spec](file, data)
-	out := make([]ruleDoc, len(docs))
+	docs, specs, problems := parseDocsIf[v1Spec](file, data, func(doc *ast.DocumentNode) bool { return !isCatalogDoc(doc) })
+	out := make([]ruleDoc, 0, len(docs))
 	for i, doc := range docs {
 		line := 1
 		if tk := doc.Body.GetToken(); tk != nil && tk.Position != nil {
 			line = tk.Position.Line
 		}
-		out[i] = ruleDoc{file: file, doc: doc, line: line, spec: specs[i]}
+		// Rule language v1 keys: say where they went instead of "unknown".
+		v1 := false
+		for _, k := range []struct {
+			key string
+			set bool
+			msg string
+		}{
+			{"facts", specs[i].Facts != nil, "rule language v1: a rule no longer declares matchers; facts come from the catalog (catalog/*.yaml entries fill them, rules read them by name: docs/rules.md)"},
+			{"severity", specs[i].Severity != nil, "rule language v1: severity is set per case (cases: [{when, severity, confidence, title, summary}])"},
+			{"confidence", specs[i].Confidence != nil, "rule language v1: confidence is set per case (cases: [{when, severity, confidence, title, summary}])"},
+			{"upstream", specs[i].Upstream != nil, "rule language v1: where a message is printed is said by its catalog entry (printed_by, versions)"},
+		} {
+			if k.set {
+				problems = append(problems, positioned(file, doc, line, ferr("$."+k.key, "%s", k.msg)))
+				v1 = true
+			}
+		}
+		if v1 {
+			continue
+		}
+		out = append(out, ruleDoc{file: file, doc: doc, line: line, spec: specs[i].Spec})
 	}
 	return out, problems
 }
@@ -328,9 +388,10 @@ func build(layers []*layer, rulesFrom int) (*Pack, []Problem) {
 	p.launch = ls
 	problems = append(problems, ps...)
 
+	declared := map[string]Problem{} // where each fact is declared
 	// Facts: declared once. A later layer may repeat a declaration as it
 	// is (a copy of the built-in pack given as --rules), not change it.
-	for _, l := range layers {
+	for li, l := range layers {
 		inLayer := map[string]bool{}
 		for _, cd := range l.catalog {
 			for _, name := range sortedKeys(cd.spec.Facts) {
@@ -365,19 +426,24 @@ func build(layers []*layer, rulesFrom int) (*Pack, []Problem) {
 				decl := d
 				p.Facts[name] = &decl
 				p.factAt[name] = cd.file
+				if li >= rulesFrom {
+					// Lint speaks of the layers it was asked about.
+					declared[name] = positioned(cd.file, cd.doc, 1, ferr(path, ""))
+				}
 			}
 		}
 	}
 
 	// Entries: a later layer's entry replaces the earlier one of its id.
 	type placed struct {
-		e   *Entry
-		doc *ast.DocumentNode
-		at  string
+		e     *Entry
+		doc   *ast.DocumentNode
+		at    string
+		layer int
 	}
 	var entries []placed
 	byID := map[string]int{}
-	for _, l := range layers {
+	for li, l := range layers {
 		inLayer := map[string]string{}
 		for _, cd := range l.catalog {
 			if len(cd.spec.Messages) > 0 && cd.spec.Project == "" {
@@ -408,7 +474,7 @@ func build(layers []*layer, rulesFrom int) (*Pack, []Problem) {
 				if len(errs) > 0 {
 					continue
 				}
-				pl := placed{e: e, doc: cd.doc, at: base}
+				pl := placed{e: e, doc: cd.doc, at: base, layer: li}
 				if j, ok := byID[e.ID]; ok {
 					entries[j] = pl
 					continue
@@ -418,11 +484,12 @@ func build(layers []*layer, rulesFrom int) (*Pack, []Problem) {
 			}
 		}
 	}
-	// One wording, one entry: a matcher written twice is two entries that
-	// drift apart.
+	// One wording, one entry: a matcher written twice in a pack is two
+	// entries that drift apart. (A --rules DIR may match a built-in wording
+	// for facts of its own.)
 	seenMatch := map[string]*Entry{}
 	for _, pl := range entries {
-		key := matchKey(pl.e.Match)
+		key := fmt.Sprint(pl.layer, "\x00", matchKey(pl.e.Match))
 		if prev := seenMatch[key]; prev != nil {
 			at(pl.e.File, pl.doc, ferr(pl.at+".match", "the same matcher as entry %s (%s:%d): one message, one entry (add the facts to that entry)", prev.ID, prev.File, prev.Line))
 			continue
@@ -430,8 +497,15 @@ func build(layers []*layer, rulesFrom int) (*Pack, []Problem) {
 		seenMatch[key] = pl.e
 		p.Entries = append(p.Entries, pl.e)
 	}
+	p.fillers = map[string][]*Entry{}
+	for _, e := range p.Entries {
+		for _, o := range e.outs {
+			p.fillers[o.name] = append(p.fillers[o.name], e)
+		}
+	}
 
 	// Rules.
+	read := map[string]bool{} // facts read by a rule of any layer
 	byRule := map[string]int{}
 	for li, l := range layers {
 		inLayer := map[string]string{}
@@ -444,6 +518,9 @@ func build(layers []*layer, rulesFrom int) (*Pack, []Problem) {
 				continue
 			}
 			r.File, r.line, r.pack = rd.file, rd.line, p
+			for _, f := range r.factNames {
+				read[f] = true
+			}
 			if prev, dup := inLayer[r.ID]; dup {
 				problems = append(problems, Problem{File: rd.file, Line: rd.line, Column: 1,
 					Message: fmt.Sprintf("duplicate rule id %q (also in %s)", r.ID, prev)})
@@ -461,6 +538,19 @@ func build(layers []*layer, rulesFrom int) (*Pack, []Problem) {
 			p.Rules = append(p.Rules, r)
 		}
 	}
+	for _, name := range sortedKeys(declared) {
+		w := declared[name]
+		switch {
+		case len(p.fillers[name]) == 0:
+			w.Message = fmt.Sprintf("warning: fact %q is filled by no catalog entry", name)
+		case !read[name]:
+			w.Message = fmt.Sprintf("warning: fact %q is read by no rule (its entries run only for coverage)", name)
+		default:
+			continue
+		}
+		p.Warnings = append(p.Warnings, w)
+	}
+	sortProblems(p.Warnings)
 	return p, problems
 }
 

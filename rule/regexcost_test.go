@@ -33,28 +33,32 @@ func TestRegexCost(t *testing.T) {
 	}
 }
 
-// A rule with a costly regex is refused at load (hence by lint and by hot
-// reload, which load the same way), naming the file and the matcher.
+// A catalog entry with a costly regex is refused at load (hence by lint
+// and by hot reload, which load the same way), naming the file.
 func TestCostlyRegexFailsLoad(t *testing.T) {
 	dir := t.TempDir()
-	rule := `id: slow-rule
-cause: port-in-use
-severity: warning
-title: slow
-summary: slow
-remediation: none
+	catalog := `project: slow
 facts:
-  words:
-    from:
-      - regex: '(?P<value>(\w+\s*){1,500}x)'
-condition: len(words) > 0
+  words: {description: words}
+messages:
+  - id: slow.x.words
+    subsystem: x
+    printed_by: nothing
+    versions: '1.0'
+    meaning: benign
+    match: {regex: '(?P<value>(\w+\s*){1,500}x)'}
+    facts: {words: $value}
+    example: 'a x'
 `
-	if err := os.WriteFile(filepath.Join(dir, "slow.yaml"), []byte(rule), 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "catalog"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "catalog", "slow.yaml"), []byte(catalog), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Load([]string{dir}, true)
 	if err == nil {
-		t.Fatal("a rule with a catastrophic regex loaded")
+		t.Fatal("a catalog entry with a catastrophic regex loaded")
 	}
 	for _, want := range []string{"slow.yaml", "budget"} {
 		if !strings.Contains(err.Error(), want) {
@@ -66,24 +70,20 @@ condition: len(words) > 0
 // The built-in pack stays under budget with room to spare.
 func TestBuiltinRegexCost(t *testing.T) {
 	worst, worstRe := 0.0, ""
-	rules, err := LoadBuiltin()
+	p, err := LoadBuiltinPack()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rules {
-		for _, f := range r.Facts {
-			for _, ms := range f.From {
-				if ms.Regex == "" {
-					continue
-				}
-				c, err := regexCost(ms.Regex)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if c > worst {
-					worst, worstRe = c, ms.Regex
-				}
-			}
+	for _, e := range p.Entries {
+		if e.Match.Regex == "" {
+			continue
+		}
+		c, err := regexCost(e.Match.Regex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c > worst {
+			worst, worstRe = c, e.Match.Regex
 		}
 	}
 	if worst > maxRegexCost/2 {

@@ -12,21 +12,16 @@ import (
 // rule; one over the slow budget is reported at once and then not again
 // within the minute, while every slow run is counted.
 func TestRuleTimesAndSlowReport(t *testing.T) {
-	rs, problems := Parse("r.yaml", []byte(`id: timed
+	rs := mustParse(t, `id: timed
 cause: cuda-oom
-severity: critical
 title: t
-facts:
-  seen:
-    from:
-      - regex: 'zorblax (?P<value>\w+)'
-condition: len(seen) > 5
 summary: s
 remediation: r
-`))
-	if len(problems) > 0 {
-		t.Fatal(problems)
-	}
+cases:
+  - when: len(seen) > 5
+    severity: critical
+    confidence: high
+`)
 	e := NewEngine(rs)
 	var reports []string
 	e.OnSlowRule(time.Nanosecond, func(id string, took time.Duration, ev *parsers.Event) {
@@ -42,17 +37,18 @@ remediation: r
 		e.Observe(&parsers.Event{Record: parsers.Record{Node: "n"}, Source: parsers.SourceOther, Message: fmt.Sprintf("zorblax w%d", i)})
 	}
 	e.Observe(&parsers.Event{Record: parsers.Record{Node: "n"}, Source: parsers.SourceOther, Message: "nothing for the rule"})
-	rt := e.RuleTimes()["timed"]
-	if rt.Evaluations != 64 {
-		t.Errorf("evaluations = %d, want 64", rt.Evaluations)
+	// Conditions are timed by rule, matchers by catalog entry.
+	rt, mt := e.RuleTimes()["timed"], e.RuleTimes()["test.zorblax.word"]
+	if rt.Evaluations != 32 || mt.Evaluations != 32 {
+		t.Errorf("evaluations = %d (rule), %d (entry), want 32 and 32", rt.Evaluations, mt.Evaluations)
 	}
-	if rt.Total <= 0 || rt.Max <= 0 {
-		t.Errorf("total %v, max %v", rt.Total, rt.Max)
+	if rt.Total <= 0 || rt.Max <= 0 || mt.Total <= 0 {
+		t.Errorf("total %v, max %v, entry total %v", rt.Total, rt.Max, mt.Total)
 	}
-	if rt.Slow != 34 {
-		t.Errorf("slow = %d, want 34 (every timed run is over a 1 ns budget)", rt.Slow)
+	if rt.Slow+mt.Slow != 34 {
+		t.Errorf("slow = %d + %d, want 34 (every timed run is over a 1 ns budget)", rt.Slow, mt.Slow)
 	}
-	if len(reports) != 1 || reports[0] != "timed zorblax w0" {
-		t.Errorf("reports = %q, want one, for the first line", reports)
+	if len(reports) != 2 || reports[0] != "timed zorblax w0" || reports[1] != "test.zorblax.word zorblax w15" {
+		t.Errorf("reports = %q, want the rule's on the first line, the entry's on the 16th", reports)
 	}
 }

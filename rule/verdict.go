@@ -266,7 +266,7 @@ func (e *Engine) closest(ls *launchState) []finding.Alternative {
 		var n near
 		n.r = r
 		for _, name := range r.factNames {
-			if fs := ls.facts[r.ID+"/"+name]; fs != nil && len(fs.values) > 0 {
+			if fs := ls.facts[name]; fs != nil && len(fs.values) > 0 {
 				n.has = append(n.has, name+" "+clip(fs.values[0], 60))
 			} else {
 				n.not = append(n.not, name)

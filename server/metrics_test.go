@@ -15,15 +15,13 @@ func TestRuleErrorMetric(t *testing.T) {
 	rs, problems := rule.Parse("r.yaml", append(readBrokenRule(t), []byte(`---
 id: fine
 cause: cuda-oom
-severity: critical
 title: t
-facts:
-  seen:
-    from:
-      - regex: 'zorblax (?P<value>\w+)'
-condition: len(seen) > 5
 summary: s
 remediation: r
+cases:
+  - when: len(zorblax_seen) > 5
+    severity: critical
+    confidence: high
 `)...))
 	if len(problems) > 0 {
 		t.Fatal(problems)

@@ -571,7 +571,7 @@ type ruleInfo struct {
 func (s *server) rules() []ruleInfo {
 	out := []ruleInfo{}
 	for _, r := range s.running.Rules() {
-		out = append(out, ruleInfo{ID: r.ID, Cause: r.Cause, Severity: r.Severity, Title: r.Title, File: r.File})
+		out = append(out, ruleInfo{ID: r.ID, Cause: r.Cause, Severity: string(r.MaxSeverity()), Title: r.TitleText(), File: r.File})
 	}
 	slices.SortFunc(out, func(a, b ruleInfo) int { return strings.Compare(a.ID, b.ID) })
 	return out

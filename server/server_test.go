@@ -164,16 +164,29 @@ func TestRuleReload(t *testing.T) {
 
 const probeRule = `id: probe
 cause: port-in-use
-severity: warning
 title: 'probe {{ first .probe }}'
-facts:
-  probe:
-    from:
-      - regex: 'FAULTLINE-PROBE (?P<value>\w+)'
-condition: len(probe) > 0
+cases:
+  - severity: warning
+    confidence: high
 evidence: [probe]
 summary: 'probe {{ first .probe }}'
+condition: len(probe) > 0
 remediation: 'none'
+---
+project: probe
+facts:
+  probe: {description: the word after FAULTLINE-PROBE}
+messages:
+  - id: probe.test.word
+    subsystem: test
+    printed_by: this test
+    versions: '1.0'
+    meaning: cause
+    causes: [port-in-use]
+    match: {regex: 'FAULTLINE-PROBE (?P<value>\w+)'}
+    facts: {probe: $value}
+    example: 'FAULTLINE-PROBE one'
+    yields: {probe: [one]}
 `
 
 func writeFile(t testing.TB, path, s string) {

@@ -254,15 +254,28 @@ func TestDiagnoseExtraRulesDir(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "disk.yaml"), []byte(`id: ray-disk-full
 cause: port-in-use
-severity: warning
 title: test rule
-facts:
-  full:
-    from:
-      - regex: 'is over (?P<value>\d+)% full'
-condition: len(full) > 0
 summary: disk {{ first .full }}% full
 remediation: free space
+cases:
+  - when: len(full) > 0
+    severity: warning
+    confidence: low
+---
+project: ray
+facts:
+  full: {type: number, description: 'how full the disk is, in percent'}
+messages:
+  - id: ray.raylet.disk-over-full
+    subsystem: raylet
+    printed_by: src/ray/common/file_system_monitor.cc FileSystemMonitor
+    versions: '2.x'
+    meaning: cause
+    causes: [port-in-use]
+    match: {regex: 'is over (?P<value>\d+)% full'}
+    facts: {full: $value}
+    example: 'file_system_monitor.cc:116: /tmp/ray/session is over 95% full, available space: 1 GB'
+    yields: {full: [95]}
 `), 0o644)
 	os.WriteFile(filepath.Join(dir, "x.log"), []byte("file_system_monitor.cc:116: /tmp/ray/session is over 95% full, available space: 1 GB\n"), 0o644)
 	fs := diagnoseJSON(t, "--rules", dir, filepath.Join(dir, "x.log"))

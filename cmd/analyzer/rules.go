@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -20,22 +19,25 @@ func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: analyzer rules lint|test [flags] [DIR ...]\n"+
-			"       analyzer rules coverage [--rules DIR] [--rules-only] [--json] [LOGDIR ...]\n\n"+
-			"lint: check rule files (schema, regexes, expressions, templates, ids, causes,\n"+
-			"      sources, levels, fields, template fields, notes).\n"+
-			"test: run the fixtures (*.test.yaml) beside the rules.\n"+
-			"coverage: for every matcher, the real lines it hits in testdata/logs/real and\n"+
+			"       analyzer rules coverage [--rules DIR] [--rules-only] [--json] [--catalog] [LOGDIR ...]\n\n"+
+			"lint: check a pack (rules, catalog/*.yaml, causes.yaml, launch.yaml): schema, regexes,\n"+
+			"      expressions, templates, severities and confidences, ids, causes, facts, sources,\n"+
+			"      levels, fields, and every catalog entry's example against its yields.\n"+
+			"test: run the fixtures (*.test.yaml) beside the rules, and the catalog entries' tests.\n"+
+			"coverage: for every catalog entry, the real lines it hits in testdata/logs/real and\n"+
 			"      testdata/logs/nccl-runs (inside a checkout) and in each LOGDIR; lists the\n"+
-			"      matchers that hit nothing, with their notes.\n"+
+			"      entries that hit nothing. --catalog: counts per project and subsystem.\n"+
 			"Without DIR, the built-in pack embedded in the binary is used.\n\n"+
 			"Exit codes: 0 ok; 1 a rule does not lint, a fixture fails (or a rule errs at run time\n"+
-			"in it), coverage --strict finds a matcher with neither a hit nor a note, or a usage error.\n\nflags:")
+			"in it) or a catalog entry's test fails, coverage --strict finds an entry a rule reads\n"+
+			"that hits nothing, or a usage error.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	verbose := fs.BoolP("verbose", "v", false, "test: list passing cases too")
 	withBuiltin := fs.Bool("with-builtin", false, "test: run DIR's fixtures against the built-in pack plus DIR's rules")
 	asJSON := fs.Bool("json", false, "coverage: print JSON")
-	strict := fs.Bool("strict", false, "coverage: exit 1 when a matcher without a note hits nothing")
+	strict := fs.Bool("strict", false, "coverage: exit 1 when a catalog entry that a rule reads hits nothing")
+	catalog := fs.Bool("catalog", false, "coverage: print the catalog's counts per project and subsystem (messages, classified, benign, read, hit)")
 	lines := fs.Int("lines", 3, "coverage: hit lines shown per matcher (`N`)")
 	var rf ruleFlags
 	rf.register(fs)
@@ -56,7 +58,7 @@ func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "test":
 		return testRules(ctx, dirs, *withBuiltin, *verbose, stdout, stderr)
 	case "coverage":
-		return coverRules(ctx, rf, dirs, *asJSON, *strict, *lines, stdout, stderr)
+		return coverRules(ctx, rf, dirs, *asJSON, *strict, *catalog, *lines, stdout, stderr)
 	}
 	return usageError("unknown rules subcommand %q (want lint, test or coverage)", fs.Arg(0))
 }
@@ -93,6 +95,14 @@ func lintRules(ctx context.Context, dirs []string, stdout, stderr io.Writer) err
 		if p == nil {
 			continue
 		}
+		for _, pr := range p.Warnings {
+			fmt.Fprintln(stderr, pr.String())
+		}
+		for _, pr := range ruletest.CatalogOverlaps(ctx, p) {
+			if d == "" || strings.HasPrefix(pr.File, strings.TrimSuffix(d, "/")+"/") {
+				fmt.Fprintln(stderr, pr.String())
+			}
+		}
 		for _, pr := range ruletest.CheckCatalog(ctx, p) {
 			fmt.Fprintln(stderr, pr.String())
 			bad++
@@ -109,30 +119,29 @@ func lintRules(ctx context.Context, dirs []string, stdout, stderr io.Writer) err
 func testRules(ctx context.Context, dirs []string, withBuiltin, verbose bool, stdout, stderr io.Writer) error {
 	var results []ruletest.Result
 	if len(dirs) == 0 {
-		rs, err := rule.LoadBuiltin()
+		p, err := rule.LoadBuiltinPack()
 		if err != nil {
 			return usageError("%v", err)
 		}
-		results, err = ruletest.RunBuiltin(ctx, rs)
+		results, err = ruletest.RunBuiltin(ctx, p.Rules)
 		if err != nil {
 			return usageError("%v", err)
 		}
+		results = append(results, ruletest.RunCatalog(ctx, p, "")...)
 	}
 	for _, d := range dirs {
 		// DIR's rules on top of the built-in catalog and causes; with
 		// --with-builtin, on top of the built-in rules too.
-		rs, err := rule.Load([]string{d}, !withBuiltin)
+		p, err := rule.LoadPack([]string{d}, !withBuiltin)
 		if err != nil {
 			return usageError("%v", err)
 		}
-		if _, err := os.Stat(d); err != nil {
-			return usageError("%v", err)
-		}
-		r, err := ruletest.RunDir(ctx, d, rs)
+		r, err := ruletest.RunDir(ctx, d, p.Rules)
 		if err != nil {
 			return usageError("%v", err)
 		}
 		results = append(results, r...)
+		results = append(results, ruletest.RunCatalog(ctx, p, d)...)
 	}
 	failed, skipped := 0, 0
 	for _, r := range results {

@@ -25,3 +25,12 @@ func (r *ruleFlags) load() ([]*rule.Rule, error) {
 	}
 	return rules, nil
 }
+
+// loadPack is load, returning the whole pack (its catalog and causes too).
+func (r *ruleFlags) loadPack() (*rule.Pack, error) {
+	p, err := rule.LoadPack(r.dirs, r.only)
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	return p, nil
+}

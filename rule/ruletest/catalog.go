@@ -31,24 +31,7 @@ func CheckCatalog(ctx context.Context, p *rule.Pack) []rule.Problem {
 // CheckEntry runs one entry's test and says what is wrong ("" when it
 // passes).
 func CheckEntry(ctx context.Context, p *rule.Pack, e *rule.Entry) string {
-	text := e.Example
-	if !strings.HasSuffix(text, "\n") {
-		text += "\n"
-	}
-	got := map[string][]string{}
-	matched := false
-	file := pipeline.File{Path: "example.log", Node: "example", Data: []byte(text)}
-	_, err := pipeline.ReplayFiles(ctx, []pipeline.File{file}, pipeline.Options{Cluster: rule.DefaultCluster}, func(ev *parsers.Event) error {
-		matched = matched || e.Matches(ev)
-		for f, vals := range e.Yield(ev) {
-			for _, v := range vals {
-				if !slices.Contains(got[f], v) {
-					got[f] = append(got[f], v)
-				}
-			}
-		}
-		return nil
-	})
+	got, matched, err := ExampleYields(ctx, e)
 	if err != nil {
 		return fmt.Sprintf("reading the example: %v", err)
 	}
@@ -73,6 +56,31 @@ func CheckEntry(ctx context.Context, p *rule.Pack, e *rule.Entry) string {
 		}
 	}
 	return strings.Join(diffs, "; ")
+}
+
+// ExampleYields reads an entry's example as diagnose reads a log and
+// returns the values the entry takes from it, per fact, and whether its
+// matcher matched at all.
+func ExampleYields(ctx context.Context, e *rule.Entry) (map[string][]string, bool, error) {
+	text := e.Example
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	got := map[string][]string{}
+	matched := false
+	file := pipeline.File{Path: "example.log", Node: "example", Data: []byte(text)}
+	_, err := pipeline.ReplayFiles(ctx, []pipeline.File{file}, pipeline.Options{Cluster: rule.DefaultCluster}, func(ev *parsers.Event) error {
+		matched = matched || e.Matches(ev)
+		for f, vals := range e.Yield(ev) {
+			for _, v := range vals {
+				if !slices.Contains(got[f], v) {
+					got[f] = append(got[f], v)
+				}
+			}
+		}
+		return nil
+	})
+	return got, matched, err
 }
 
 // yamlValue spells a YAML scalar of yields as the engine spells values.
@@ -117,4 +125,65 @@ func quoteList(v []string) string {
 		q[i] = strconv.Quote(s)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// RunCatalog runs the tests of the catalog entries loaded from files under
+// dir (every entry when dir is ""), one Result each, named by entry id.
+func RunCatalog(ctx context.Context, p *rule.Pack, dir string) []Result {
+	var out []Result
+	for _, e := range p.Entries {
+		if dir != "" && !strings.HasPrefix(e.File, strings.TrimSuffix(dir, "/")+"/") {
+			continue
+		}
+		r := Result{File: fmt.Sprintf("%s:%d", e.File, e.ExampleLine), Name: "entry " + e.ID}
+		if msg := CheckEntry(ctx, p, e); msg != "" {
+			r.Failures = []string{msg}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// CatalogOverlaps returns a warning for every two regex entries of the pack
+// that match each other's example: most likely one message written twice
+// (one message, one entry: fold the facts of one into the other). Entries
+// that match only the other's example (a generic one such as any NCCL WARN
+// line, and a specific message) are not reported.
+func CatalogOverlaps(ctx context.Context, p *rule.Pack) []rule.Problem {
+	events := make([][]parsers.Event, len(p.Entries))
+	for i, e := range p.Entries {
+		text := e.Example
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		file := pipeline.File{Path: "example.log", Node: "example", Data: []byte(text)}
+		pipeline.ReplayFiles(ctx, []pipeline.File{file}, pipeline.Options{Cluster: rule.DefaultCluster}, func(ev *parsers.Event) error {
+			c := *ev
+			events[i] = append(events[i], c)
+			return nil
+		})
+	}
+	matches := func(e *rule.Entry, evs []parsers.Event) bool {
+		for i := range evs {
+			if e.Matches(&evs[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []rule.Problem
+	for i, a := range p.Entries {
+		if a.Match.Regex == "" {
+			continue
+		}
+		for j := i + 1; j < len(p.Entries); j++ {
+			b := p.Entries[j]
+			if b.Match.Regex == "" || !matches(a, events[j]) || !matches(b, events[i]) {
+				continue
+			}
+			out = append(out, rule.Problem{File: b.File, Line: b.Line, Column: 1,
+				Message: fmt.Sprintf("warning: entries %s (%s:%d) and %s match each other's example: one message written twice? (fold the facts of one into the other)", a.ID, a.File, a.Line, b.ID)})
+		}
+	}
+	return out
 }

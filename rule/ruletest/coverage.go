@@ -90,19 +90,19 @@ func DefaultCorpus() []string {
 }
 
 // Coverage replays every path (file or folder, as `analyzer diagnose`
-// reads it) through the pipeline and records which matchers of rules hit
-// which lines. Each path is replayed on its own: matching does not depend
-// on the other files.
-func Coverage(ctx context.Context, rules []*rule.Rule, paths []string) (*rule.Coverage, error) {
-	cov := rule.NewCoverage(rules)
-	for _, p := range paths {
-		_, err := pipeline.Replay(ctx, []pipeline.Input{{Path: p}}, pipeline.Options{Cluster: rule.DefaultCluster},
+// reads it) through the pipeline and records which catalog entries of the
+// pack hit which lines. Each path is replayed on its own: matching does not
+// depend on the other files.
+func Coverage(ctx context.Context, p *rule.Pack, paths []string) (*rule.Coverage, error) {
+	cov := rule.NewCoverage(p)
+	for _, path := range paths {
+		_, err := pipeline.Replay(ctx, []pipeline.Input{{Path: path}}, pipeline.Options{Cluster: rule.DefaultCluster},
 			func(ev *parsers.Event) error {
 				cov.Observe(ev)
 				return nil
 			})
 		if err != nil {
-			return nil, fmt.Errorf("coverage of %s: %w", p, err)
+			return nil, fmt.Errorf("coverage of %s: %w", path, err)
 		}
 	}
 	return cov, nil

@@ -165,7 +165,7 @@ func runFile(ctx context.Context, name string, data []byte, opts runOptions, rul
 			res.Failures = append(res.Failures, err.Error())
 		} else {
 			res.Got = got
-			res.Failures = append(check(c, got), ruleErrors(errs)...)
+			res.Failures = append(check(c, got, rules), ruleErrors(errs)...)
 		}
 		out = append(out, res)
 	}
@@ -240,7 +240,7 @@ func run(ctx context.Context, base string, c Case, rules []*rule.Rule) ([]findin
 	return engine.Findings(), engine.Errors(), nil
 }
 
-func check(c Case, got []finding.Finding) []string {
+func check(c Case, got []finding.Finding, rules []*rule.Rule) []string {
 	var fails []string
 	pos := -1
 	for i, want := range c.Expect {
@@ -249,7 +249,7 @@ func check(c Case, got []finding.Finding) []string {
 			fails = append(fails, fmt.Sprintf("expected finding %s: not found", describe(want)))
 			continue
 		}
-		if mism := mismatch(got[j], want); mism != "" {
+		if mism := mismatch(got[j], want, ruleByID(rules, got[j].Rule)); mism != "" {
 			fails = append(fails, fmt.Sprintf("finding %s: %s", want.Rule, mism))
 		}
 		if j < pos {
@@ -291,7 +291,29 @@ func find(got []finding.Finding, want Expected) int {
 	return -1
 }
 
-func mismatch(g finding.Finding, w Expected) string {
+func ruleByID(rules []*rule.Rule, id string) *rule.Rule {
+	for _, r := range rules {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// hasValue reports whether a fact's values hold v; values of a number fact
+// are compared as numbers ("4" and "4.0" are one value).
+func hasValue(r *rule.Rule, fact string, vals []string, v string) bool {
+	number := r != nil && r.NumberFact(fact)
+	want := rule.NormalValue(number, v)
+	for _, g := range vals {
+		if rule.NormalValue(number, g) == want {
+			return true
+		}
+	}
+	return false
+}
+
+func mismatch(g finding.Finding, w Expected, r *rule.Rule) string {
 	var m []string
 	if w.Severity != "" && string(g.Severity) != w.Severity {
 		m = append(m, fmt.Sprintf("severity %s, expected %s", g.Severity, w.Severity))
@@ -314,7 +336,7 @@ func mismatch(g finding.Finding, w Expected) string {
 	sort.Strings(facts)
 	for _, k := range facts {
 		for _, v := range w.Facts[k] {
-			if !contains(g.Facts[k], v) {
+			if !hasValue(r, k, g.Facts[k], v) {
 				m = append(m, fmt.Sprintf("fact %s = %q, expected it to contain %q", k, g.Facts[k], v))
 			}
 		}

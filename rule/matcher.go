@@ -1,0 +1,254 @@
+package rule
+
+import (
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"sync"
+)
+
+// A matcher is the compiled match of a catalog entry: its regex (or
+// field), the literals that let one Aho-Corasick pass per event skip it,
+// and its filters.
+type matcher struct {
+	match     Match // the matcher as written
+	re        *regexp.Regexp
+	literals  []string       // every match contains one of these: a cheap pre-check
+	also      []string       // every match contains all of these too (checked before the regex)
+	lineLocal bool           // the regex can only match within one line
+	lineRe    *regexp.Regexp // the regex anchored at the start of a line, for "(?m)^..." regexes
+	groups    []string
+	sources   map[string]bool
+	levels    map[string]bool
+
+	mu      sync.Mutex
+	regexps map[string]*regexp.Regexp // compiled on first use by sum_matches/count_matches
+}
+
+// compileMatch builds a matcher: its regex (or field), the literals that
+// let the Aho-Corasick pass skip it, and its filters.
+func compileMatch(ms Match, path string) (*matcher, error) {
+	m := &matcher{match: ms}
+	if (ms.Regex == "") == (ms.Field == "") {
+		return nil, ferr(path, "a matcher needs exactly one of 'regex' or 'field'")
+	}
+	switch ms.Combine {
+	case "", "each", "sum", "count":
+	default:
+		return nil, ferr(path+".combine", "combine %q is not each, sum or count", ms.Combine)
+	}
+	if len(ms.Sources) > 0 {
+		m.sources = map[string]bool{}
+		for _, s := range ms.Sources {
+			m.sources[s] = true
+		}
+	}
+	if len(ms.Levels) > 0 {
+		m.levels = map[string]bool{}
+		for _, l := range ms.Levels {
+			m.levels[l] = true
+		}
+	}
+	if ms.Regex != "" {
+		re, err := regexp.Compile(ms.Regex)
+		if err != nil {
+			return nil, ferr(path+".regex", "regex: %v", err)
+		}
+		m.re = re
+		m.groups = re.SubexpNames()
+		if lits := requiredLiterals(ms.Regex); score(lits) >= minLiteral {
+			m.literals = lits
+		}
+		m.also = alsoLiterals(ms.Regex, m.literals)
+		m.lineLocal = lineLocal(ms.Regex)
+		if m.lineLocal && strings.HasPrefix(ms.Regex, "(?m)^") {
+			// On one line, "^" (start of text) is where "(?m)^" can match,
+			// and an anchored regex is tried at one position only.
+			m.lineRe, _ = regexp.Compile("^" + ms.Regex[len("(?m)^"):])
+		}
+	}
+	return m, nil
+}
+
+// minLiteral is the shortest literal worth pre-checking; shorter ones (a
+// space, "ip") occur in nearly every line.
+const minLiteral = 3
+
+// requiredLiterals returns a set of literals such that every match of the
+// regex contains at least one of them, so most events are rejected by one
+// Aho-Corasick pass before the regex engine runs: the longest literal of a
+// concatenation, or one per branch of an alternation. nil when there is no
+// useful set (or the regex folds case).
+func requiredLiterals(src string) []string {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	return literalSet(re.Simplify())
+}
+
+// lineLocal reports whether a regex can only match inside one line: nothing
+// in it matches a newline, and it has no start/end-of-text anchors (those
+// would mean something else on a single line).
+func lineLocal(src string) bool {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	ok := true
+	var walk func(r *syntax.Regexp)
+	walk = func(r *syntax.Regexp) {
+		switch r.Op {
+		case syntax.OpAnyChar, syntax.OpBeginText, syntax.OpEndText:
+			ok = false
+		case syntax.OpLiteral:
+			for _, c := range r.Rune {
+				if c == '\n' {
+					ok = false
+				}
+			}
+		case syntax.OpCharClass:
+			for i := 0; i+1 < len(r.Rune); i += 2 {
+				if r.Rune[i] <= '\n' && '\n' <= r.Rune[i+1] {
+					ok = false
+				}
+			}
+		}
+		for _, sub := range r.Sub {
+			walk(sub)
+		}
+	}
+	walk(re)
+	return ok
+}
+
+// alsoLiterals returns the literals of the regex's top-level concatenation
+// other than the trigger set: a line with " GPU" but no "/" cannot be a
+// `ray status` GPU line, and strings.Contains says so far faster than the
+// regex engine.
+func alsoLiterals(src string, trigger []string) []string {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re = re.Simplify()
+	if re.Op != syntax.OpConcat {
+		return nil
+	}
+	var out []string
+	for _, sub := range re.Sub {
+		set := literalSet(sub)
+		if len(set) != 1 || (len(trigger) == 1 && trigger[0] == set[0]) {
+			continue
+		}
+		out = append(out, set[0])
+	}
+	return out
+}
+
+// score is the length of the shortest literal of a set: a longer one is
+// rarer in logs, so it filters more.
+func score(set []string) int {
+	if len(set) == 0 {
+		return 0
+	}
+	m := len(set[0])
+	for _, s := range set[1:] {
+		m = min(m, len(s))
+	}
+	return m
+}
+
+func literalSet(r *syntax.Regexp) []string {
+	switch r.Op {
+	case syntax.OpLiteral:
+		if r.Flags&syntax.FoldCase != 0 {
+			return nil
+		}
+		return []string{string(r.Rune)}
+	case syntax.OpCapture, syntax.OpPlus:
+		return literalSet(r.Sub[0]) // x+ contains x
+	case syntax.OpRepeat:
+		if r.Min >= 1 {
+			return literalSet(r.Sub[0])
+		}
+	case syntax.OpConcat:
+		var best []string
+		for _, sub := range r.Sub {
+			if set := literalSet(sub); score(set) > score(best) {
+				best = set
+			}
+		}
+		return best
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range r.Sub {
+			set := literalSet(sub)
+			if len(set) == 0 {
+				return nil
+			}
+			all = append(all, set...)
+		}
+		return all
+	}
+	return nil
+}
+
+// sumMatches adds up the first group of every match of re in s; with
+// count_matches it lets a rule total the GPUs of a list of bundles.
+func (m *matcher) sumMatches(params ...any) (any, error) {
+	re, err := m.cachedRegexp(params[1].(string))
+	if err != nil {
+		return 0.0, err
+	}
+	total := 0.0
+	for _, sm := range re.FindAllStringSubmatch(params[0].(string), -1) {
+		if len(sm) > 1 {
+			if f, ok := parseNumber(sm[1]); ok {
+				total += f
+			}
+		}
+	}
+	return total, nil
+}
+
+func (m *matcher) countMatches(params ...any) (any, error) {
+	re, err := m.cachedRegexp(params[1].(string))
+	if err != nil {
+		return 0.0, err
+	}
+	return float64(len(re.FindAllStringIndex(params[0].(string), -1))), nil
+}
+
+func (m *matcher) cachedRegexp(src string) (*regexp.Regexp, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if re, ok := m.regexps[src]; ok {
+		return re, nil
+	}
+	re, err := regexp.Compile(src)
+	if err != nil {
+		return nil, err
+	}
+	if m.regexps == nil {
+		m.regexps = map[string]*regexp.Regexp{}
+	}
+	m.regexps[src] = re
+	return re, nil
+}
+
+func numFunc(params ...any) (any, error) {
+	switch v := params[0].(type) {
+	case float64:
+		return v, nil
+	case int:
+		return float64(v), nil
+	case string:
+		f, ok := parseNumber(v)
+		if !ok {
+			return 0.0, nil
+		}
+		return f, nil
+	}
+	return 0.0, nil
+}
