@@ -1,6 +1,7 @@
 package finding
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -88,5 +89,41 @@ func TestNodeTable(t *testing.T) {
 	unowned := Finding{Nodes: []string{"n"}, NodeFacts: []NodeFact{{Fact: "cluster_ray", Value: "2.12.0", SeenOn: []string{"n"}}}}
 	if rows := unowned.NodeTable().Rows; len(rows) != 0 {
 		t.Errorf("a table of values no node owns: %+v, want none", rows)
+	}
+}
+
+// Another cluster's findings never change the order of this cluster's: the
+// root of each finding is fixed before the sort moves anything.
+func TestOrderIgnoresOtherClusters(t *testing.T) {
+	t0 := time.Date(2026, 4, 8, 23, 0, 0, 0, time.UTC)
+	mine := []Finding{
+		{ID: "c", Cluster: "a", Severity: Warning, Status: Active, ExplainedBy: "a", FirstSeen: t0},
+		{ID: "a", Cluster: "a", Severity: Critical, Status: Active, FirstSeen: t0.Add(time.Second)},
+		{ID: "b", Cluster: "a", Severity: Critical, Status: Active, FirstSeen: t0.Add(time.Second)},
+		{ID: "d", Cluster: "a", Severity: Warning, Status: Active, ExplainedBy: "b", FirstSeen: t0},
+	}
+	ids := func(fs []Finding, cluster string) []string {
+		var out []string
+		for _, f := range fs {
+			if f.Cluster == cluster {
+				out = append(out, f.ID)
+			}
+		}
+		return out
+	}
+	want := ids(Order(slices.Clone(mine)), "a")
+	for n := 1; n < 40; n++ {
+		all := slices.Clone(mine)
+		for i := range n {
+			id := fmt.Sprintf("x%02d", i)
+			f := Finding{ID: id, Cluster: "other", Severity: Critical, Status: Active, FirstSeen: t0.Add(time.Duration(i%3) * time.Second)}
+			if i%2 == 1 {
+				f.Severity, f.ExplainedBy = Warning, fmt.Sprintf("x%02d", i-1)
+			}
+			all = append([]Finding{f}, all...)
+		}
+		if got := ids(Order(all), "a"); !slices.Equal(got, want) {
+			t.Fatalf("with %d findings of another cluster: %v, alone: %v", n, got, want)
+		}
 	}
 }

@@ -6,21 +6,25 @@ import "sort"
 // explains; active findings come before resolved ones. It sorts all in place
 // and returns it.
 func Order(all []Finding) []Finding {
-	byID := map[string]int{}
-	for i, f := range all {
-		byID[f.ID] = i
+	byID := make(map[string]Finding, len(all))
+	for _, f := range all {
+		byID[f.ID] = f
 	}
-	rootOf := func(f Finding) Finding {
-		seen := map[string]bool{}
-		for f.ExplainedBy != "" && !seen[f.ID] {
-			seen[f.ID] = true
-			i, ok := byID[f.ExplainedBy]
+	// Each finding's root is found before sorting: looking it up by position
+	// while the sort moves elements gave an order that depended on what else
+	// was in the slice (another cluster's findings changed this one's).
+	root := make(map[string]Finding, len(all))
+	for _, f := range all {
+		r, seen := f, map[string]bool{}
+		for r.ExplainedBy != "" && !seen[r.ID] {
+			seen[r.ID] = true
+			next, ok := byID[r.ExplainedBy]
 			if !ok {
 				break
 			}
-			f = all[i]
+			r = next
 		}
-		return f
+		root[f.ID] = r
 	}
 	less := func(a, b Finding) bool {
 		if (a.Status == Active) != (b.Status == Active) {
@@ -38,7 +42,7 @@ func Order(all []Finding) []Finding {
 		return a.ID < b.ID
 	}
 	sort.SliceStable(all, func(i, j int) bool {
-		ri, rj := rootOf(all[i]), rootOf(all[j])
+		ri, rj := root[all[i].ID], root[all[j].ID]
 		if ri.ID != rj.ID {
 			return less(ri, rj)
 		}
