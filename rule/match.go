@@ -290,6 +290,22 @@ func (e *Entry) extract(ev *parsers.Event, text string) ([][]string, string) {
 	if field == "" && len(all) == 0 {
 		return nil, ""
 	}
+	if field != "" && (e.m.match.Combine == "" || e.m.match.Combine == "each") {
+		// A field (a Ray worker's ip=, NCCL's host) is read on every
+		// event: one value, one slice for every fact it fills.
+		if field = strings.TrimSpace(field); field == "" {
+			return nil, ""
+		}
+		one := []string{field}
+		out := make([][]string, len(e.outs))
+		for i, o := range e.outs {
+			out[i] = one
+			if n, ok := parseNumber(field); o.number && ok {
+				out[i] = []string{fmtNumber(n)}
+			}
+		}
+		return out, ""
+	}
 	if field != "" {
 		all = [][]string{{field}}
 	}
