@@ -127,3 +127,20 @@ func TestOrderIgnoresOtherClusters(t *testing.T) {
 		}
 	}
 }
+
+// A tie (same severity, confidence and first time) does not depend on the
+// cluster's name, which every finding ID hashes.
+func TestOrderTieIndependentOfCluster(t *testing.T) {
+	for _, cluster := range []string{"a", "b", "default", "dgx", "prod-17"} {
+		all := []Finding{
+			{ID: cluster + "-2", Rule: "zeta", Cluster: cluster, Severity: Critical, Status: Active},
+			{ID: cluster + "-1", Rule: "alpha", Cluster: cluster, Severity: Critical, Status: Active},
+		}
+		if all[0].ID < all[1].ID {
+			all[0].ID, all[1].ID = all[1].ID, all[0].ID
+		}
+		if got := Order(all)[0].Rule; got != "alpha" {
+			t.Errorf("cluster %s: first %s", cluster, got)
+		}
+	}
+}

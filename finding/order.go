@@ -39,6 +39,11 @@ func Order(all []Finding) []Finding {
 		if !a.FirstSeen.Equal(b.FirstSeen) {
 			return a.FirstSeen.Before(b.FirstSeen)
 		}
+		// IDs hash the cluster's name: a tie broken by them alone would
+		// make the first finding depend on what the cluster is called.
+		if a.Rule != b.Rule {
+			return a.Rule < b.Rule
+		}
 		return a.ID < b.ID
 	}
 	sort.SliceStable(all, func(i, j int) bool {

@@ -66,10 +66,12 @@ func TestServeTokenUIInBrowser(t *testing.T) {
 	if c := browsertest.Eval[string](t, ctx, `document.cookie`); c != "" {
 		t.Errorf("scripts can read the session cookie: %q", c)
 	}
-	// The live stream (EventSource: no headers) opens with the cookie.
+	// The stream (EventSource: no headers) opens with the cookie: the
+	// findings' stream at once, the one with log lines once Live is ticked.
 	browsertest.Do(t, ctx,
+		browsertest.WaitJS(`state.stream !== null && state.stream.readyState === EventSource.OPEN`),
 		chromedp.Click(css(`#live`)),
-		browsertest.WaitJS(`state.live !== null && state.live.readyState === EventSource.OPEN`),
+		browsertest.WaitJS(`state.live === true && state.stream.url.endsWith('/api/stream') && state.stream.readyState === EventSource.OPEN`),
 	)
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,7 +34,9 @@ func startServe(t *testing.T, args ...string) *serving {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &serving{out: &testutil.Buffer{}, errs: &testutil.Buffer{}, done: make(chan int, 1)}
 	args = append([]string{"serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1"}, args...)
-	if !strings.Contains(strings.Join(args, " "), "--http") {
+	// Only --http itself names the address (--http-token does not: a prefix
+	// match left serve on the default 127.0.0.1:8080, which a running demo holds).
+	if !slices.ContainsFunc(args, func(a string) bool { return a == "--http" || strings.HasPrefix(a, "--http=") }) {
 		args = append(args, "--http", "127.0.0.1:0")
 	}
 	go func() { s.done <- run(ctx, args, nil, s.out, s.errs) }()
