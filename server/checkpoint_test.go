@@ -137,9 +137,9 @@ var reWarmDone = regexp.MustCompile(`msg="warm-up done" records=(\d+) from_seq=(
 func TestWarmRestartFromCheckpoint(t *testing.T) {
 	data := t.TempDir()
 	natsListen := freePort(t)
-	url := "nats://" + natsListen
 	cfg := Config{DataDir: data, NATSListen: natsListen}
 	r1 := startServer(t, cfg)
+	url := r1.addrs.NATS // with the data dir's token, the same after a restart
 	sub := subscribeFindings(t, url)
 	nc := connectRetrying(t, url)
 	js, err := jetstream.New(nc)
@@ -462,7 +462,7 @@ func TestWarmUpIgnoresUnfitCheckpoint(t *testing.T) {
 	natsListen := freePort(t)
 	cfg := Config{DataDir: data, NATSListen: natsListen}
 	r := startServer(t, cfg)
-	nc := connectRetrying(t, "nats://"+natsListen)
+	nc := connectRetrying(t, r.addrs.NATS)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)

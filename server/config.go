@@ -108,6 +108,9 @@ type Config struct {
 	beforeWarmUp func()
 	// onHTTP, in tests, receives the HTTP handler (to walk its routes).
 	onHTTP func(*web.Handler)
+	// natsTokenFile is where the token of the embedded NATS that serve made
+	// itself is kept (embeddedToken); "" when none was made.
+	natsTokenFile string
 }
 
 // ClusterConfig is scale-out: analyzers on a NATS cluster, each owning some
@@ -150,7 +153,7 @@ type DemoShipFunc func(ctx context.Context, node string, paths []string, nats tr
 
 // Addrs are the addresses Run actually bound (useful with port 0 / -1).
 type Addrs struct {
-	NATS string // client URL of the NATS server in use
+	NATS string // client URL of the NATS server in use (with the generated token of the embedded server as its user: nats://TOKEN@host:port)
 	HTTP string // host:port of the HTTP server, "" if disabled
 }
 

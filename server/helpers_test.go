@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -251,4 +252,21 @@ func connectRetrying(t testing.TB, url string) *nats.Conn {
 		return nil
 	})
 	return nc
+}
+
+// embeddedURL is the client URL of the embedded NATS of an analyzer
+// process serving dataDir on addr: with the token serve made for that data
+// dir (DATA_DIR/nats.token), waited for while serve starts.
+func embeddedURL(t testing.TB, dataDir, addr string) string {
+	t.Helper()
+	var tok string
+	testutil.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		b, err := os.ReadFile(filepath.Join(dataDir, natsTokenFile))
+		if err != nil {
+			return err
+		}
+		tok = strings.TrimSpace(string(b))
+		return nil
+	})
+	return "nats://" + tok + "@" + addr
 }

@@ -417,3 +417,52 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d KiB", n>>10)
 }
+
+// natsTokenFile, in the data dir, holds the token the embedded NATS requires
+// when serve is given no credentials.
+const natsTokenFile = "nats.token"
+
+// embeddedToken makes the one embedded NATS server require a token when no
+// credentials are given: any process of the host could otherwise publish
+// into the log stream (a shipper of another run on the default port stored
+// 196,039 records in one by accident). The token is made once per data dir
+// and kept in DATA_DIR/nats.token (0600), where local shippers read it
+// (--token-file); serve, its demo and its Ready address use it. Nothing is
+// made when credentials were given, NATS is external, or the server is a
+// member of a cluster (its members share the token the operator gives
+// them).
+func (c *Config) embeddedToken() error {
+	n := c.NATS
+	if n.URL != "" || c.Cluster.Name != "" || n.User != "" || n.Password != "" || n.Token != "" || n.Creds != "" || n.NKey != "" {
+		return nil
+	}
+	file := filepath.Join(c.DataDir, natsTokenFile)
+	b, err := os.ReadFile(file)
+	switch {
+	case err == nil && strings.TrimSpace(string(b)) != "":
+		c.NATS.Token, c.natsTokenFile = strings.TrimSpace(string(b)), file
+		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("nats token: %w", err)
+	}
+	var raw [24]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return fmt.Errorf("nats token: %w", err)
+	}
+	tok := hex.EncodeToString(raw[:])
+	if err := atomicfile.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
+		return fmt.Errorf("nats token: %w", err)
+	}
+	c.NATS.Token, c.natsTokenFile = tok, file
+	return nil
+}
+
+// tokenURL is a client URL that carries token (nats://TOKEN@host:port).
+func tokenURL(clientURL, token string) string {
+	u, err := url.Parse(clientURL)
+	if err != nil {
+		return clientURL
+	}
+	u.User = url.User(token)
+	return u.String()
+}

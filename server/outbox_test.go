@@ -56,8 +56,8 @@ func TestWebhookSurvivesKill(t *testing.T) {
 	data := t.TempDir()
 	natsAddr, httpAddr := freePort(t), freePort(t)
 	args := []string{"--data-dir", data, "--nats-listen", natsAddr, "--http", httpAddr, "--log-level", "info", "--webhook", hook.URL}
-	url := "nats://" + natsAddr
 	p1 := startAnalyzer(t, bin, args...)
+	url := embeddedURL(t, data, natsAddr)
 	nc := connectRetrying(t, url)
 	sub := subscribeFindings(t, url)
 	js, _ := jetstream.New(nc)

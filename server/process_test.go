@@ -108,9 +108,10 @@ func TestEndToEndProcesses(t *testing.T) {
 	t.Cleanup(hookSrv.Close)
 
 	natsAddr, httpAddr := freePort(t), freePort(t)
-	url := "nats://" + natsAddr
-	startAnalyzer(t, analyzer, "--data-dir", t.TempDir(), "--nats-listen", natsAddr, "--http", httpAddr,
+	data := t.TempDir()
+	startAnalyzer(t, analyzer, "--data-dir", data, "--nats-listen", natsAddr, "--http", httpAddr,
 		"--webhook", hookSrv.URL, "--log-level", "info")
+	url := embeddedURL(t, data, natsAddr)
 	testutil.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		resp, err := http.Get("http://" + httpAddr + "/healthz")
 		if err != nil {

@@ -162,9 +162,8 @@ func TestKillRestart(t *testing.T) {
 	data := t.TempDir()
 	natsAddr, httpAddr := freePort(t), freePort(t)
 	args := []string{"--data-dir", data, "--nats-listen", natsAddr, "--http", httpAddr, "--log-level", "warn"}
-	url := "nats://" + natsAddr
-
 	p1 := startAnalyzer(t, bin, args...)
+	url := embeddedURL(t, data, natsAddr)
 	nc := connectRetrying(t, url)
 	sub := subscribeFindings(t, url)
 	js, _ := jetstream.New(nc)

@@ -90,6 +90,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	if err := cfg.embeddedToken(); err != nil {
+		return err
+	}
 	// HTTP first: /healthz answers while the rules load, the NATS store
 	// recovers and the index opens (starting.go); the full handler takes
 	// over below.
@@ -134,6 +137,9 @@ func Run(ctx context.Context, cfg Config) error {
 	// HTTP comes up before NATS is known to work: while an external server
 	// cannot be reached, /healthz says so and the stored findings are served.
 	addrs := Addrs{NATS: natsURL}
+	if s.cfg.natsTokenFile != "" {
+		addrs.NATS = tokenURL(natsURL, s.cfg.NATS.Token) // for local clients (tests, a wrapping command)
+	}
 	if addrs.HTTP, err = s.startHTTP(front); err != nil {
 		return err
 	}
@@ -193,7 +199,14 @@ func (s *server) startNATS() (stop func(), natsURL string, err error) {
 		opts = append(opts, auth...)
 		natsURL = ns.ClientURL()
 		opts = append(opts, nats.InProcessServer(ns))
-		s.log.Info("embedded nats", "url", natsURL, "store", cfg.natsStoreDir())
+		if cfg.natsTokenFile != "" {
+			s.log.Info("embedded nats", "url", natsURL, "store", cfg.natsStoreDir(), "token_file", cfg.natsTokenFile)
+			if !loopback(cfg.NATSListen) {
+				s.log.Info("embedded NATS listens beyond this host and requires the token in its token file: shippers on other nodes pass it (--token-file, or $FAULTLINE_TOKEN)", "token_file", cfg.natsTokenFile)
+			}
+		} else {
+			s.log.Info("embedded nats", "url", natsURL, "store", cfg.natsStoreDir())
+		}
 	} else {
 		auth, err := cfg.NATS.Options()
 		if err != nil {

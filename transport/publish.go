@@ -206,7 +206,7 @@ func (p *Publisher) ensureStream(ctx context.Context, so StreamOptions) error {
 		if p.nc.IsClosed() {
 			// nats.go gives up only on errors that retrying cannot fix
 			// (authorization violation twice in a row).
-			return fmt.Errorf("nats connection closed: %v", p.nc.LastError())
+			return fmt.Errorf("nats connection closed: %w", p.nc.LastError())
 		}
 		err := p.tryEnsureStream(ctx, so)
 		if err == nil {

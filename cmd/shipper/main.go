@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
@@ -176,7 +177,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		defer srv.Close()
 		log.Info("metrics", "addr", ln.Addr().String())
 	}
-	return shipper.Run(ctx, cfg)
+	err = shipper.Run(ctx, cfg)
+	if errors.Is(err, nats.ErrAuthorization) && fc.Token == "" && fc.User == "" && fc.Creds == "" && fc.NKey == "" {
+		// The likely case: a local analyzer's embedded NATS, which makes
+		// a token of its own when given none.
+		return fmt.Errorf("%w (analyzer serve's embedded NATS requires the token it keeps in DATA_DIR/nats.token when given none: pass --token-file DATA_DIR/nats.token)", err)
+	}
+	return err
 }
 
 // parseArgs parses the flags and applies the --config file under them. It
