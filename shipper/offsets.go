@@ -66,13 +66,15 @@ type Store struct {
 
 	every   time.Duration // at most one write per this (Config.SaveInterval)
 	metrics *Metrics
+	health  *Health
 
 	mu      sync.Mutex
 	files   map[string]Entry
 	saved   map[string]int64 // file ID → offset as last written to disk
 	dirty   bool
 	writeCh chan struct{}
-	err     error // last write error, reported once per change
+	err     error     // last write error
+	said    stateSaid // what was logged of write errors
 }
 
 // OpenStore reads dir/offsets.json (a missing file is an empty state).
@@ -183,13 +185,18 @@ func (s *Store) Set(key string, e Entry) {
 // (sentLogFile) makes those the batches sent before, under their IDs, so
 // JetStream's duplicate window drops them.
 func (s *Store) Run(ctx context.Context) {
+	var retry <-chan time.Time // after a failed write: tried again without waiting for a change
 	for {
 		select {
 		case <-ctx.Done():
 			s.Flush()
 			return
 		case <-s.writeCh:
-			s.Flush()
+		case <-retry:
+		}
+		retry = nil
+		if s.Flush() != nil {
+			retry = time.After(storeRetryEvery)
 		}
 		select {
 		case <-ctx.Done():
@@ -201,6 +208,10 @@ func (s *Store) Run(ctx context.Context) {
 }
 
 const storeFlushEvery = 50 * time.Millisecond
+
+// storeRetryEvery: a write that failed (a full state dir) is tried again
+// this often until it succeeds, whether or not more offsets changed.
+const storeRetryEvery = time.Second
 
 // Flush writes the state now if it changed.
 func (s *Store) Flush() error {
@@ -224,12 +235,14 @@ func (s *Store) Flush() error {
 		if s.metrics != nil {
 			s.metrics.stateErrors.WithLabelValues("offsets").Inc()
 		}
-		if s.err == nil || s.err.Error() != err.Error() {
-			s.log.Error("cannot write offsets", "err", err)
+		if s.said.failed(time.Now()) {
+			s.log.Error("cannot write offsets; shipping goes on, and they are written once the state dir takes them", "err", err)
 		}
+		s.health.set("offsets", "cannot write them to the state dir: "+err.Error()+"; shipping goes on, and they are written once it has room (a crash meanwhile sends again what was shipped since)")
 	} else {
 		s.saved = saved
-		if s.err != nil {
+		s.health.clear("offsets")
+		if s.err != nil && s.said.recovered() {
 			s.log.Info("offsets written again")
 		}
 	}
@@ -327,4 +340,29 @@ func (t *tracker) inFlight() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.pending)
+}
+
+// stateSaid keeps the log of a state file's write errors to one line per
+// episode: a disk that stays nearly full fails some writes and takes
+// others, and each temporary file's name makes every error another string.
+type stateSaid struct {
+	at      time.Time // when a failure was last logged
+	pending bool      // a failure was logged and its recovery not yet
+}
+
+// failed tells whether to log a failure now: not if one was logged in the
+// last minute.
+func (s *stateSaid) failed(now time.Time) bool {
+	if s.pending || now.Sub(s.at) < time.Minute {
+		return false
+	}
+	s.at, s.pending = now, true
+	return true
+}
+
+// recovered tells whether to log a recovery: once per logged failure.
+func (s *stateSaid) recovered() bool {
+	ok := s.pending
+	s.pending = false
+	return ok
 }

@@ -50,19 +50,24 @@ type PublisherOptions struct {
 // Connect connects to NATS (retrying in the background if the server is not
 // up yet), waits until connected or ctx is done, and makes sure the stream
 // exists.
-func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po PublisherOptions, log *slog.Logger, m *Metrics) (*Publisher, error) {
+func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po PublisherOptions, log *slog.Logger, m *Metrics, h *Health) (*Publisher, error) {
 	tp, err := transport.Connect(ctx, no, so, transport.PublisherOptions{
 		MaxInFlight: po.MaxInFlight, AckTimeout: po.AckTimeout, Name: po.Name, Log: log, Compression: po.Compression,
 		Hooks: transport.PublishHooks{
-			Reconnected: func() { m.reconnects.Inc() },
-			WindowFull:  func() { m.windowFull.Inc() },
+			Disconnected: func(err error) { h.set("nats", "disconnected: "+err.Error()+"; reconnecting") },
+			Reconnected:  func() { m.reconnects.Inc(); h.clear("nats") },
+			WindowFull:   func() { m.windowFull.Inc() },
 			Stored: func(msg *transport.Message) {
 				m.batches.Inc()
 				m.records.Add(float64(msg.Count))
 				m.bytes.Add(float64(msg.Sent))
+				h.clear("publish")
 			},
 			Duplicate: func(*transport.Message) { m.duplicates.Inc() },
-			Failed:    func(*transport.Message, error) { m.publishErrors.Inc() },
+			Failed: func(_ *transport.Message, err error) {
+				m.publishErrors.Inc()
+				h.set("publish", "failing: "+err.Error()+"; retrying (reading stops when the window is full)")
+			},
 		},
 	})
 	if err != nil {

@@ -20,7 +20,7 @@ func TestPublishOutlivesCaller(t *testing.T) {
 	s := testutil.RunJetStreamServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := Connect(ctx, NATSOptions{URL: s.ClientURL()}, StreamOptions{}, PublisherOptions{}, slog.New(slog.DiscardHandler), NewMetrics())
+	p, err := Connect(ctx, NATSOptions{URL: s.ClientURL()}, StreamOptions{}, PublisherOptions{}, slog.New(slog.DiscardHandler), NewMetrics(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

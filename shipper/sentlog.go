@@ -81,12 +81,14 @@ type sentLog struct {
 	dir     string
 	log     *slog.Logger
 	metrics *Metrics
+	health  *Health
 
 	mu     sync.Mutex
 	f      *os.File
 	size   int64
 	buf    []byte
-	failed bool                    // the last append failed (logged once per failure run)
+	failed bool // the last append failed
+	said   stateSaid
 	loaded map[string][]*sentBatch // by file ID: entries of earlier runs, until a cursor takes them
 	window time.Duration           // the stream's duplicate window
 	saved  func() map[string]int64 // file ID → offset saved on disk
@@ -200,13 +202,19 @@ func (l *sentLog) add(b *sentBatch) {
 		l.metrics.stateErrors.WithLabelValues("sent-log").Inc()
 		if !l.failed {
 			l.failed = true
+			l.health.set("sent-log", "cannot write it to the state dir: "+err.Error()+"; batches sent now may be stored twice after a crash")
+		}
+		if l.said.failed(time.Now()) {
 			l.log.Error("cannot write the sent log; batches sent now may be stored twice if the shipper dies before they are acknowledged", "path", l.f.Name(), "err", err)
 		}
 		return
 	}
 	if l.failed {
 		l.failed = false
-		l.log.Info("sent log written again", "path", l.f.Name())
+		l.health.clear("sent-log")
+		if l.said.recovered() {
+			l.log.Info("sent log written again", "path", l.f.Name())
+		}
 	}
 	l.size += int64(n)
 	if l.size > sentLogLimit {

@@ -66,6 +66,7 @@ type Config struct {
 
 	Log     *slog.Logger
 	Metrics *Metrics
+	Health  *Health // what /healthz says (NewHealth(Metrics) by default)
 }
 
 // RaySessionLogs is tailed inside every matched container.
@@ -115,6 +116,9 @@ func (c *Config) Defaults() {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics()
 	}
+	if c.Health == nil {
+		c.Health = NewHealth(c.Metrics)
+	}
 }
 
 // Shipper runs the inputs of one node.
@@ -155,12 +159,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	store.every, store.metrics = cfg.SaveInterval, cfg.Metrics
+	store.every, store.metrics, store.health = cfg.SaveInterval, cfg.Metrics, cfg.Health
 	sent, err := openSentLog(cfg.StateDir, cfg.Log, cfg.Metrics, store.savedOnDisk)
 	if err != nil {
 		return err
 	}
 	defer sent.Close()
+	sent.health = cfg.Health
 	sh := &Shipper{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, store: store, sent: sent,
 		subject: transport.LogsSubject(cfg.Cluster, cfg.Node),
 		paths:   map[string]bool{}, inodes: map[devIno]string{}, once: map[string]bool{}}
@@ -171,7 +176,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer func() { stopStore(); <-storeDone }()
 
 	sh.pub, err = Connect(ctx, cfg.NATS, cfg.Stream, PublisherOptions{MaxInFlight: cfg.MaxInFlight, AckTimeout: cfg.AckTimeout, Compression: cfg.Compression,
-		Name: "faultline-shipper " + cfg.Node}, cfg.Log, cfg.Metrics)
+		Name: "faultline-shipper " + cfg.Node}, cfg.Log, cfg.Metrics, cfg.Health)
 	if err != nil {
 		return err
 	}

@@ -28,11 +28,12 @@ type Message struct {
 
 // PublishHooks observe a Publisher (metrics); nil hooks are skipped.
 type PublishHooks struct {
-	Reconnected func()
-	WindowFull  func()                      // Publish had to wait for a free slot
-	Stored      func(m *Message)            // the server acknowledged m
-	Duplicate   func(m *Message)            // ... and had stored it before
-	Failed      func(m *Message, err error) // one attempt failed; it is retried
+	Disconnected func(err error) // the connection dropped (not by Close)
+	Reconnected  func()
+	WindowFull   func()                      // Publish had to wait for a free slot
+	Stored       func(m *Message)            // the server acknowledged m
+	Duplicate    func(m *Message)            // ... and had stored it before
+	Failed       func(m *Message, err error) // one attempt failed; it is retried
 }
 
 // PublisherOptions tune the publisher.
@@ -161,6 +162,9 @@ func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po Publisher
 				return // our own Close
 			}
 			log.Warn("nats disconnected, reading paused once the window is full; retrying", "err", err)
+			if p.hooks.Disconnected != nil {
+				p.hooks.Disconnected(err)
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			if p.hooks.Reconnected != nil {

@@ -120,7 +120,7 @@ func (c *settings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.BatchWait, "batch-wait", 25*time.Millisecond, "close a batch after this long")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 16, "`N` batches awaiting a PubAck before reading stops")
 	fs.StringVar(&c.Compression, "compression", "s2", "`KIND` of compression of the batches: s2, zstd (smaller, more CPU) or none")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this `ADDR`, e.g. 127.0.0.1:9110 (default off)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics) and health (/healthz: 200, or 503 with what is wrong) on this `ADDR`, e.g. 127.0.0.1:9110 (default off)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
 	fs.DurationVar(&c.MaxAge, "stream-max-age", 7*24*time.Hour, "max age of the stream if the shipper creates it")
 	fs.Int64Var(&c.MaxBytes, "stream-max-bytes", 10<<30, "max `BYTES` of the stream if the shipper creates it")
@@ -171,7 +171,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return fmt.Errorf("--metrics-addr: %w", err)
 		}
 		mux := http.NewServeMux()
+		cfg.Health = shipper.NewHealth(cfg.Metrics)
 		mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+		mux.Handle("/healthz", cfg.Health)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
 		defer srv.Close()
