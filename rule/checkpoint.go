@@ -3,6 +3,7 @@ package rule
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/faultline/faultline/finding"
 )
@@ -15,7 +16,10 @@ type Checkpoint map[string]LaunchMark
 
 // LaunchMark is one cluster's entry of a Checkpoint.
 type LaunchMark struct {
-	Pos uint64 `json:"pos"` // position given to ObserveAt for the opening record
+	// Pos is the position (given to ObserveAt) of the first record of the
+	// kept launches to arrive: their opener's, unless a launch marker came
+	// after records of its launch.
+	Pos uint64 `json:"pos"`
 	Num int    `json:"num"` // the launch's number
 	// Opener is the ID of the opening record (firstLaunch for a cluster's
 	// first launch), which the launch's finding IDs derive from: the
@@ -23,6 +27,10 @@ type LaunchMark struct {
 	// (empty in checkpoints written before it existed: the replay's first
 	// record of the cluster is taken).
 	Opener string `json:"opener,omitempty"`
+	// Start is the time the launch began (its opener's; zero for a
+	// cluster's first launch, which begins with its first record): a
+	// replayed record before it belongs to a launch forgotten.
+	Start time.Time `json:"start,omitzero"`
 }
 
 // From is the position a replay starts at: the smallest of the clusters'
@@ -67,7 +75,16 @@ func (e *Engine) Checkpoint() Checkpoint {
 			continue
 		}
 		ls := cs.launches[0]
-		cp[name] = LaunchMark{Pos: ls.pos, Num: ls.num, Opener: ls.opener}
+		m := LaunchMark{Pos: ls.minPos, Num: ls.num, Opener: ls.opener}
+		for _, l := range cs.launches[1:] {
+			if l.minPos != 0 && l.minPos < m.Pos {
+				m.Pos = l.minPos
+			}
+		}
+		if ls.opener != firstLaunch {
+			m.Start = ls.start
+		}
+		cp[name] = m
 	}
 	return cp
 }

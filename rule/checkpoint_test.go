@@ -214,13 +214,15 @@ func TestCheckpointReplayOfTheSeed(t *testing.T) {
 	}
 	// The story three times over (six launches, more than the engine
 	// keeps) on c1, and on c2 starting later, so the clusters' launches
-	// open at other positions.
+	// open at other positions. Each telling a day after the last: a
+	// record's time places it in its launch.
 	story := func(cluster string) []*parsers.Event {
 		var out []*parsers.Event
 		for round := range 3 {
 			for _, ev := range one {
 				c := *ev
 				c.Cluster, c.ID = cluster, fmt.Sprintf("%s/%s/%d", ev.ID, cluster, round)
+				c.Time = c.Time.AddDate(0, 0, round)
 				out = append(out, &c)
 			}
 		}

@@ -66,12 +66,19 @@ type clusterState struct {
 	retired    []*finding.Finding
 	name       string                  // the cluster's label
 	gone       []finding.LaunchSummary // summaries of the forgotten launches, unless the engine forgets findings
+	// Arrival out of time order (late.go): the records of the kept
+	// launches that matched something (to place them again when a late
+	// launch marker moves a boundary) and the latest time of one dropped
+	// from them for room.
+	kept    []keptRecord
+	trimmed time.Time
 }
 
 type launchState struct {
 	num      int    // 1-based, displayed; a counter, so never part of an ID
 	opener   string // ID of the record that opened it (openerID; firstLaunch): its findings' IDs derive from it
 	pos      uint64 // stream position of the record that opened it (see ObserveAt)
+	minPos   uint64 // the smallest stream position of a record placed in it (a late opener comes after others)
 	marked   bool   // a launch marker was seen (else: logs started mid-launch)
 	vllmSeen bool
 	healthy  bool
@@ -94,9 +101,11 @@ type factState struct {
 }
 
 type valueInfo struct {
-	nodes    []string
-	owner    string // node that stated this value about itself (MatchSpec.Self)
-	evidence []finding.Evidence
+	nodes    []string    // that said it, by when they first did
+	nodeAt   []time.Time // when each of nodes first said it
+	owner    string      // node that stated this value about itself (MatchSpec.Self), the earliest
+	ownerAt  time.Time
+	evidence []finding.Evidence // its earliest records (evidenceBefore)
 }
 
 // Pair is a fact value with the node it belongs to (or the nodes that
@@ -207,22 +216,45 @@ func (e *Engine) ObserveAt(ev *parsers.Event, pos uint64) []finding.Finding {
 		// record is the one that opened the checkpoint's launch).
 		e.newLaunch(cs, cs.firstOpener(ev), ev, pos)
 	}
-	text := ev.Message
+	text, hits, marks := e.scan(ev)
+	if e.lateBoundary(cs, ev, text, marks) {
+		return e.rebuild(cs, cluster, ev, pos)
+	}
+	return e.observe(cs, cluster, ev, pos, text, hits, marks, true)
+}
+
+// scan finds, in one Aho-Corasick pass, the launch markers and the
+// literals of every matcher in ev's text.
+func (e *Engine) scan(ev *parsers.Event) (text string, hits []int, marks uint8) {
+	text = ev.Message
 	if text == "" {
 		text = ev.Text
 	}
-	// One Aho-Corasick pass finds the launch markers and the literals of
-	// every matcher.
-	hits := e.idx.ac.scan(text)
-	var marks uint8
+	hits = e.idx.ac.scan(text)
 	for _, p := range hits {
 		marks |= e.idx.markOf[p]
 	}
-	var changed []finding.Finding
-	if marks != 0 {
-		changed = append(changed, e.trackLaunch(cluster, cs, ev, pos, text, marks)...)
+	return text, hits, marks
+}
+
+// observe places ev in the launch its time belongs to and runs the rules
+// there; retain: it may be kept for placing again (late.go).
+func (e *Engine) observe(cs *clusterState, cluster string, ev *parsers.Event, pos uint64, text string, hits []int, marks uint8, retain bool) []finding.Finding {
+	ls := cs.launchAt(ev.Time)
+	if ls == nil {
+		return nil // before every launch kept: it belongs to one forgotten
 	}
-	ls := cs.launches[len(cs.launches)-1]
+	var changed []finding.Finding
+	// What must be kept to place it again: a launch marker, a ready line,
+	// a launch's first failure signal, or a fact learnt.
+	keep := marks&^(1<<markFailed) != 0 || marks != 0 && !ls.failed
+	if marks != 0 {
+		changed = append(changed, e.trackLaunch(cluster, cs, ls, ev, pos, text, marks)...)
+		ls = cs.launchAt(ev.Time) // it may have opened one
+	}
+	if pos != 0 && (ls.minPos == 0 || pos < ls.minPos) {
+		ls.minPos = pos
+	}
 	dirty := e.extract(ls, ev, text, hits)
 	for _, r := range dirty {
 		if f := e.evaluate(r, cluster, ls, ev); f != nil {
@@ -234,6 +266,9 @@ func (e *Engine) ObserveAt(ev *parsers.Event, pos uint64) []finding.Finding {
 		if f := e.judge(cluster, ls, ev); f != nil {
 			changed = append(changed, *f)
 		}
+	}
+	if retain && (keep || len(dirty) > 0) {
+		cs.keep(ev, pos)
 	}
 	return changed
 }

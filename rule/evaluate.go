@@ -153,6 +153,13 @@ func (e *Engine) fill(f *finding.Finding, r *Rule, c *ruleCase, cluster string, 
 		for _, v := range vals {
 			vi := fs.info[v]
 			who := vi.owner
+			if who == "" && e.idx.selfFacts[name] {
+				// A node's own property that no node stated about itself
+				// (yet: live, its node's lines may come later): whose it is
+				// is not known, and the nodes that mentioned it are not it.
+				parts = append(parts, fmt.Sprintf("%s (reported by %s)", v, strings.Join(vi.nodes, ", ")))
+				continue
+			}
 			if who == "" {
 				who = strings.Join(vi.nodes, ", ")
 			}

@@ -36,7 +36,11 @@ func (cs *clusterState) firstOpener(ev *parsers.Event) string {
 
 func (e *Engine) newLaunch(cs *clusterState, opener string, ev *parsers.Event, pos uint64) *launchState {
 	cs.seq++
-	ls := &launchState{num: cs.seq, opener: opener, pos: pos, start: ev.Time, facts: map[string]*factState{},
+	start := ev.Time
+	if len(cs.launches) == 0 && !cs.restored.Start.IsZero() {
+		start = cs.restored.Start // the checkpoint's launch, reopened by a record of it
+	}
+	ls := &launchState{num: cs.seq, opener: opener, pos: pos, minPos: pos, start: start, facts: map[string]*factState{},
 		findings: map[string]*finding.Finding{}, ruleOf: map[string]*Rule{}}
 	cs.launches = append(cs.launches, ls)
 	if n := len(cs.launches) - maxLaunchesKept; n > 0 {
@@ -44,14 +48,16 @@ func (e *Engine) newLaunch(cs *clusterState, opener string, ev *parsers.Event, p
 			e.retire(cs, old)
 		}
 		cs.launches = slices.Delete(cs.launches, 0, n)
+		cs.forgetKept(cs.launches[0].start)
 	}
 	return ls
 }
 
 // trackLaunch starts a new launch on a launch marker and resolves the
-// findings of earlier launches when a launch comes up healthy.
-func (e *Engine) trackLaunch(cluster string, cs *clusterState, ev *parsers.Event, pos uint64, msg string, marks uint8) []finding.Finding {
-	ls := cs.launches[len(cs.launches)-1]
+// findings of earlier launches when a launch comes up healthy; ls is the
+// launch ev's time belongs to (the last one, for a launch marker: one that
+// comes late is placed by rebuild).
+func (e *Engine) trackLaunch(cluster string, cs *clusterState, ls *launchState, ev *parsers.Event, pos uint64, msg string, marks uint8) []finding.Finding {
 	switch {
 	case marks&(1<<markRayHead) != 0 && e.idx.launch.confirmed(markRayHead, msg):
 		if ls.marked {

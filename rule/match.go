@@ -71,6 +71,9 @@ type matchIndex struct {
 	dirty  []uint64      // per rule: event generation in which it last learnt a fact
 	rules  []*Rule
 	launch *launchSet // the launch signals of the rules' pack
+	// selfFacts are the facts some entry states as a node's own (self):
+	// a value of one is the node's that states it, not its mentioners'.
+	selfFacts map[string]bool
 }
 
 type entryRef struct {
@@ -114,7 +117,7 @@ func entriesOf(rules []*Rule) []*Entry {
 }
 
 func buildIndex(rules []*Rule) *matchIndex {
-	idx := &matchIndex{order: make(map[*Rule]int, len(rules)), dirty: make([]uint64, len(rules)), rules: rules}
+	idx := &matchIndex{order: make(map[*Rule]int, len(rules)), dirty: make([]uint64, len(rules)), rules: rules, selfFacts: map[string]bool{}}
 	readers := map[string][]int{}
 	for i, r := range rules {
 		idx.order[r] = i
@@ -129,6 +132,9 @@ func buildIndex(rules []*Rule) *matchIndex {
 			if rs := readers[o.name]; len(rs) > 0 {
 				ref.outs = append(ref.outs, i)
 				ref.readers = append(ref.readers, rs)
+				if o.self {
+					idx.selfFacts[o.name] = true
+				}
 			}
 		}
 		if len(ref.outs) > 0 {
@@ -369,14 +375,19 @@ func eventField(ev *parsers.Event, name string) string {
 }
 
 // record adds values of a fact with their evidence; it reports whether
-// anything new was learnt.
+// anything new was learnt. What it keeps does not depend on the order the
+// records come in (live, a node's lines may arrive after another's): the
+// values are listed by their earliest evidence, each keeps its earliest
+// records as evidence and the nodes in the order they first said it, and
+// the owner is the earliest node to state it about itself — as diagnose,
+// which reads every file merged by time, sees them.
 func (e *Engine) record(ls *launchState, fact string, vals []string, self bool, ev *parsers.Event, hit string) bool {
 	fs := ls.facts[fact]
 	if fs == nil {
 		fs = &factState{info: map[string]*valueInfo{}}
 		ls.facts[fact] = fs
 	}
-	changed := false
+	changed, reorder := false, false
 	for _, v := range vals {
 		v = strings.TrimSpace(v)
 		if v == "" {
@@ -392,20 +403,76 @@ func (e *Engine) record(ls *launchState, fact string, vals []string, self bool, 
 			fs.values = append(fs.values, v)
 			changed = true
 		}
-		if !contains(vi.nodes, ev.Node) {
-			vi.nodes = append(vi.nodes, ev.Node)
+		if vi.seenOn(ev) {
 			changed = true
 		}
-		if self && vi.owner == "" {
-			vi.owner = ev.Node
+		if self && (vi.owner == "" || ev.Time.Before(vi.ownerAt) || ev.Time.Equal(vi.ownerAt) && ev.Node < vi.owner) && vi.owner != ev.Node {
+			vi.owner, vi.ownerAt = ev.Node, ev.Time
 			changed = true
 		}
-		if len(vi.evidence) < maxEvidencePerVal && !hasRecord(vi.evidence, ev.ID) {
-			vi.evidence = append(vi.evidence, evidenceOf(ev, fact, hit))
-			changed = true
+		if hasRecord(vi.evidence, ev.ID) {
+			continue
 		}
+		x := evidenceOf(ev, fact, hit)
+		i := sort.Search(len(vi.evidence), func(i int) bool { return evidenceBefore(x, vi.evidence[i]) })
+		if i >= maxEvidencePerVal {
+			continue // later than the records kept
+		}
+		vi.evidence = slices.Insert(vi.evidence, i, x)
+		if len(vi.evidence) > maxEvidencePerVal {
+			vi.evidence = vi.evidence[:maxEvidencePerVal]
+		}
+		changed = true
+		reorder = reorder || i == 0
+	}
+	if reorder && len(fs.values) > 1 {
+		// A value's earliest evidence changed: the values are listed by it.
+		slices.SortStableFunc(fs.values, func(a, b string) int {
+			ea, eb := fs.info[a].evidence, fs.info[b].evidence
+			switch {
+			case len(ea) == 0 || len(eb) == 0:
+				return len(eb) - len(ea)
+			case evidenceBefore(ea[0], eb[0]):
+				return -1
+			case evidenceBefore(eb[0], ea[0]):
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
 	}
 	return changed
+}
+
+// seenOn notes that ev's node said the value; it reports whether that
+// changed what is known (a new node, or one that said it earlier than
+// thought: nodes are listed by when they first said it).
+func (vi *valueInfo) seenOn(ev *parsers.Event) bool {
+	i := slices.Index(vi.nodes, ev.Node)
+	if i >= 0 && !ev.Time.Before(vi.nodeAt[i]) {
+		return false
+	}
+	if i >= 0 {
+		vi.nodes, vi.nodeAt = slices.Delete(vi.nodes, i, i+1), slices.Delete(vi.nodeAt, i, i+1)
+	}
+	j := sort.Search(len(vi.nodes), func(j int) bool {
+		return ev.Time.Before(vi.nodeAt[j]) || ev.Time.Equal(vi.nodeAt[j]) && ev.Node < vi.nodes[j]
+	})
+	vi.nodes, vi.nodeAt = slices.Insert(vi.nodes, j, ev.Node), slices.Insert(vi.nodeAt, j, ev.Time)
+	return i != j
+}
+
+// evidenceBefore orders evidence by time, then node, file and line.
+func evidenceBefore(a, b finding.Evidence) bool {
+	if !a.Time.Equal(b.Time) {
+		return a.Time.Before(b.Time)
+	}
+	if a.Node != b.Node {
+		return a.Node < b.Node
+	}
+	if a.File != b.File {
+		return a.File < b.File
+	}
+	return a.Line < b.Line
 }
 
 // evidenceOf points at the physical line of a record that holds the match:

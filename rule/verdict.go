@@ -179,10 +179,12 @@ func (e *Engine) judge(cluster string, ls *launchState, ev *parsers.Event) *find
 }
 
 // explained reports whether a rule's finding of the launch, at warning or
-// above, stands: then the failure has a cause.
+// above, stands: then the failure has a cause. A finding resolved (a later
+// launch came up) still names it: records of the launch that arrive after
+// the later launch's must not make it unexplained.
 func (e *Engine) explained(ls *launchState) bool {
 	for id, f := range ls.findings {
-		if id != ls.log.unexplained && f.Status == finding.Active && f.Severity.Rank() >= finding.Warning.Rank() {
+		if id != ls.log.unexplained && f.Status != finding.Retracted && f.Severity.Rank() >= finding.Warning.Rank() {
 			return true
 		}
 	}

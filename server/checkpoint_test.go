@@ -31,7 +31,9 @@ import (
 
 // storyRecords reads a seed story (a folder with spark-1 and spark-2) into
 // records of cluster, merged by time as diagnose reads them; round makes
-// the record IDs of a retelling differ.
+// the record IDs of a retelling differ, and dates it round days later (a
+// record's time places it in its launch: a retelling at the same times
+// would be the same launches).
 func storyRecords(t *testing.T, dir, cluster string, round int) []parsers.Record {
 	t.Helper()
 	inputs, err := pipeline.ParseArgs([]string{"spark-1=" + dir + "/spark-1", "spark-2=" + dir + "/spark-2"})
@@ -42,6 +44,13 @@ func storyRecords(t *testing.T, dir, cluster string, round int) []parsers.Record
 	if _, err := pipeline.Replay(context.Background(), inputs, pipeline.Options{Cluster: cluster}, func(ev *parsers.Event) error {
 		r := ev.Record
 		r.ID = fmt.Sprintf("%s#%s%d", r.ID, cluster, round)
+		if round > 0 {
+			day := fmt.Sprintf("%02d", 8+round)
+			r.Text = strings.ReplaceAll(strings.ReplaceAll(r.Text, "2026-04-08", "2026-04-"+day), "04-08 ", "04-"+day+" ")
+			if !r.Time.IsZero() {
+				r.Time = r.Time.AddDate(0, 0, round)
+			}
+		}
 		out = append(out, r)
 		return nil
 	}); err != nil {

@@ -162,7 +162,7 @@ func demoShip(ctx context.Context, node string, paths []string, nats transport.N
 func startShipper(t *testing.T, ctx context.Context, url, cluster, node, dir string, fast bool) {
 	t.Helper()
 	cfg := shipper.Config{
-		Paths:    []string{filepath.Join(dir, "*"), filepath.Join(dir, "*", "*")},
+		Paths:    []string{filepath.Join(dir, "*"), filepath.Join(dir, "*", "*"), filepath.Join(dir, "*", "*", "*")},
 		Cluster:  cluster,
 		Node:     node,
 		NATS:     shipper.NATSOptions{URL: url},
