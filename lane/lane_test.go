@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -447,16 +448,29 @@ func TestAnnouncerSettles(t *testing.T) {
 
 const probeRule = `id: probe
 cause: port-in-use
-severity: warning
 title: 'probe {{ first .probe }}'
-facts:
-  probe:
-    from:
-      - regex: 'Ray runtime (?P<value>started)'
-condition: len(probe) > 0
+cases:
+  - severity: warning
+    confidence: high
 evidence: [probe]
 summary: 'probe {{ first .probe }}'
+condition: len(probe) > 0
 remediation: 'none'
+---
+project: probe
+facts:
+  probe: {description: the word after Ray runtime}
+messages:
+  - id: probe.test.word
+    subsystem: test
+    printed_by: this test
+    versions: '1.0'
+    meaning: cause
+    causes: [port-in-use]
+    match: {regex: 'Ray runtime (?P<value>started)'}
+    facts: {probe: $value}
+    example: 'Ray runtime started.'
+    yields: {probe: [started]}
 `
 
 // Issue 23 item 7: a rule added by a reload looks at the launch already
@@ -465,9 +479,13 @@ remediation: 'none'
 // rules for the records to come.
 func TestReloadEvaluatesTheRunningLaunch(t *testing.T) {
 	rules := builtin(t)
-	probe, ps := rule.Parse("probe.yaml", []byte(probeRule))
-	if len(ps) > 0 {
-		t.Fatal(ps)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "probe.yaml"), []byte(probeRule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withProbe, err := rule.Load([]string{dir}, false)
+	if err != nil {
+		t.Fatal(err)
 	}
 	bs := storyBatches(t, "failed", 20)
 	src := newSource(bs)
@@ -488,7 +506,7 @@ func TestReloadEvaluatesTheRunningLaunch(t *testing.T) {
 		}
 		return nil
 	})
-	r.lane.Reload(append(slices.Clone(rules), probe...))
+	r.lane.Reload(withProbe)
 	testutil.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
 		f, ok := stored("probe")
 		if !ok || f.Status != finding.Active || !slices.Equal(f.Facts["probe"], []string{"started"}) {
