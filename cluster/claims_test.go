@@ -15,7 +15,7 @@ import (
 	"github.com/faultline/faultline/internal/testutil"
 )
 
-func joinTest(t *testing.T, url, name string) *Node {
+func joinTest(t testing.TB, url, name string) *Node {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
