@@ -2,7 +2,7 @@
 // JetStream (an embedded server by default), parses them, runs the rule
 // engine on every event as it arrives, indexes the events (an index.Store,
 // Bleve today), and announces findings to its sinks (package sink): the
-// terminal, NATS, a webhook through a durable outbox, the store and the web
+// terminal, NATS, webhooks and Alertmanagers through durable outboxes, the store and the web
 // UI's live stream, plus any in Config.Sinks.
 //
 // One data path with `diagnose`: records become events with parsers.Parse and
@@ -34,10 +34,19 @@ type Config struct {
 	NATS      transport.NATSOptions
 	HTTP      string   // HTTP listen address; "" disables HTTP
 	HTTPToken string   // when set, every HTTP route but /healthz and the login page wants it (web.Config.Token)
-	Webhook   string   // URL findings are POSTed to; "" disables it
-	RuleDirs  []string // watched rule directories, merged over the built-in pack
-	RulesOnly bool     // use only RuleDirs
-	Durable   string   // JetStream durable consumer name
+	Webhooks  []string // URLs findings are POSTed to, each through its own durable outbox
+	// Alertmanagers are the Alertmanagers findings are posted to as
+	// alerts (base URLs), each through its own durable outbox; active
+	// alerts are re-sent every AlertResend (sink.DefaultAlertResend).
+	Alertmanagers []string
+	AlertResend   time.Duration
+	// ExternalURL is the base URL people open the web UI at, for the
+	// links in alerts ("": Cluster.Advertise, else http:// and the bound
+	// HTTP address).
+	ExternalURL string
+	RuleDirs    []string // watched rule directories, merged over the built-in pack
+	RulesOnly   bool     // use only RuleDirs
+	Durable     string   // JetStream durable consumer name
 
 	// SearchTimeout bounds each search of the HTTP API (0: the index's
 	// default; negative: none).
@@ -57,7 +66,7 @@ type Config struct {
 	Receive ReceiveConfig
 
 	// Sinks receive every new or changed finding after serve's own (the
-	// webhook outbox, the store, the terminal, NATS, the UI's live stream),
+	// outboxes, the store, the terminal, NATS, the UI's live stream),
 	// e.g. a JSON-lines file; the caller closes them after Run.
 	Sinks []sink.Sink
 
@@ -81,8 +90,8 @@ type Config struct {
 	// Reload, when set, reloads the rules on every receive (serve sends on
 	// SIGHUP, as Prometheus and Fluent Bit do).
 	Reload <-chan struct{}
-	// WebhookBackoff is the first wait before a failed webhook post is
-	// retried; it doubles up to a minute, and retries go on (across
+	// WebhookBackoff is the first wait before a failed webhook or
+	// Alertmanager post is retried; it doubles up to a minute, and retries go on (across
 	// restarts, from the outbox) until the endpoint takes the post.
 	// WebhookRetries is no longer used.
 	WebhookRetries int

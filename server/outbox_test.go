@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -115,7 +117,8 @@ func TestWebhookPostsNoRepeats(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer hook.Close()
-	srv := startServer(t, Config{Webhook: hook.URL})
+	srv := startServer(t, Config{Webhooks: []string{hook.URL}})
+	box := newWebhook(hook.URL, 0, slog.New(slog.DiscardHandler))
 	nc, err := nats.Connect(srv.addrs.NATS)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +131,7 @@ func TestWebhookPostsNoRepeats(t *testing.T) {
 		if got := verdicts(getFindings(t, srv.addrs.HTTP)); !slices.Equal(got, want) {
 			return fmt.Errorf("findings so far %v", got)
 		}
-		c, err := js.Consumer(context.Background(), outboxStream, outboxConsumer)
+		c, err := js.Consumer(context.Background(), outboxStream, box.durable)
 		if err != nil {
 			return err
 		}
@@ -153,8 +156,9 @@ func TestWebhookPostsNoRepeats(t *testing.T) {
 		t.Fatal("nothing posted")
 	}
 	_, metrics := get(t, "http://"+srv.addrs.HTTP+"/metrics", "")
-	for _, want := range []string{fmt.Sprintf("faultline_webhook_posts_total %d", len(posts)),
-		"faultline_webhook_failures_total 0", "faultline_webhook_outbox_waiting 0"} {
+	labels := fmt.Sprintf(`{kind="webhook",target=%q}`, box.target)
+	for _, want := range []string{fmt.Sprintf("faultline_outbox_posts_total%s %d", labels, len(posts)),
+		"faultline_outbox_failures_total" + labels + " 0", "faultline_outbox_waiting" + labels + " 0"} {
 		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -164,6 +168,87 @@ func TestWebhookPostsNoRepeats(t *testing.T) {
 	for id, n := range perID {
 		if n > 2 {
 			t.Errorf("finding %s posted %d times", id, n)
+		}
+	}
+}
+
+// TestWebhooksEachTheirOwnOutbox: with two --webhook URLs, each is its own
+// durable target. One is down: the other gets the findings at once, the
+// down one's wait in its outbox (counted as waiting there) and reach it
+// once it is up, each version once; a failing URL holds nothing of the
+// other's.
+func TestWebhooksEachTheirOwnOutbox(t *testing.T) {
+	type hookLog struct {
+		mu    sync.Mutex
+		posts map[string]int // id/updates/status -> 2xx posts
+		fails int
+	}
+	var down atomic.Bool
+	down.Store(true)
+	serve := func(l *hookLog, failing *atomic.Bool) *httptest.Server {
+		l.posts = map[string]int{}
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var p payload
+			b, _ := io.ReadAll(r.Body)
+			json.Unmarshal(b, &p)
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if failing != nil && failing.Load() {
+				l.fails++
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+			l.posts[fmt.Sprintf("%s/%d/%s", p.Finding.ID, p.Finding.Updates, p.Finding.Status)]++
+		}))
+	}
+	var upLog, downLog hookLog
+	up, dn := serve(&upLog, nil), serve(&downLog, &down)
+	defer up.Close()
+	defer dn.Close()
+	srv := startServer(t, Config{Webhooks: []string{up.URL, dn.URL}, WebhookBackoff: 20 * time.Millisecond})
+	nc, err := nats.Connect(srv.addrs.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	publishRecords(t, js, seedRecords(t), 50)
+	posted := func(l *hookLog) map[string]int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return maps.Clone(l.posts)
+	}
+	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if len(posted(&upLog)) == 0 {
+			return fmt.Errorf("nothing posted to the webhook that is up")
+		}
+		downLog.mu.Lock()
+		defer downLog.mu.Unlock()
+		if downLog.fails == 0 {
+			return fmt.Errorf("no attempt at the webhook that is down")
+		}
+		return nil
+	})
+	dnBox := newWebhook(dn.URL, 0, slog.New(slog.DiscardHandler))
+	c, err := js.Consumer(t.Context(), outboxStream, dnBox.durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci, err := c.Info(t.Context()); err != nil || ci.NumPending+uint64(ci.NumAckPending) == 0 {
+		t.Fatalf("the down webhook's outbox holds nothing: %+v %v", ci, err)
+	}
+	down.Store(false)
+	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if got, want := posted(&downLog), posted(&upLog); !maps.Equal(got, want) {
+			return fmt.Errorf("the webhook that came back got %v, the other %v", got, want)
+		}
+		return nil
+	})
+	for name, l := range map[string]*hookLog{"up": &upLog, "back": &downLog} {
+		for v, n := range posted(l) {
+			if n != 1 {
+				t.Errorf("%s webhook: %s posted %d times", name, v, n)
+			}
 		}
 	}
 }

@@ -70,7 +70,7 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 		return nil, nil, err
 	}
 	s.streamCreated = info.Created
-	if err := s.hook.open(ctx, js); err != nil {
+	if err := s.openOutboxes(ctx, js); err != nil {
 		return nil, nil, err
 	}
 	advertise := c.Advertise

@@ -44,7 +44,7 @@ type server struct {
 	natsStore     *storeGuard        // restarts its JetStream after a full disk (nil with an external one)
 	running       *rule.Engine       // the rules running now (it observes nothing): /api/rules, metrics, new lanes
 	idx           index.Store        // Bleve on disk today
-	hook          *webhook
+	outboxes      []*outbox          // one per webhook and Alertmanager (outbox.go)
 	streamCreated time.Time
 	progress      *progress
 	// single is the whole stream's lane, on one machine; on a cluster
@@ -130,7 +130,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := s.startReceiver(); err != nil {
 		return err
 	}
-	s.hook = newWebhook(cfg.Webhook, cfg.WebhookBackoff, s.log)
+	if err := s.newOutboxes(front); err != nil {
+		return err
+	}
 	s.commit = lane.NewCommitter(s.idx.Flush, cfg.AckInterval, s.saveCheckpoints, s.log)
 
 	s.warming.Store(true)
@@ -162,7 +164,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stop() // the announcer and the committer
 	s.warming.Store(false)
 
-	defer s.startWebhook(runCtx)()
+	defer s.startOutboxes(runCtx)()
 	defer s.startRuleWatcher(runCtx, rulesState)()
 	defer s.startDemo(runCtx, natsURL, addrs.HTTP)()
 	if cfg.Ready != nil {
@@ -289,9 +291,17 @@ func (s *server) startStoreGuard(ctx context.Context) (stop func()) {
 	return goUntilStopped(ctx, s.natsStore.run)
 }
 
-// startWebhook delivers the webhook outbox until stopped.
-func (s *server) startWebhook(ctx context.Context) (stop func()) {
-	return goUntilStopped(ctx, s.hook.run)
+// startOutboxes delivers the outboxes until stopped.
+func (s *server) startOutboxes(ctx context.Context) (stop func()) {
+	var stops []func()
+	for _, o := range s.outboxes {
+		stops = append(stops, goUntilStopped(ctx, o.run))
+	}
+	return func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
 }
 
 // startRuleWatcher reloads the rules on a change of their files or a
@@ -349,7 +359,7 @@ func (s *server) startSingle(ctx context.Context, js jetstream.JetStream, natsUR
 		return nil, nil, err
 	}
 	// Before the warm-up: it may announce findings the last run had not.
-	if err := s.hook.open(ctx, js); err != nil {
+	if err := s.openOutboxes(ctx, js); err != nil {
 		return nil, nil, err
 	}
 	stop = s.startAnnouncer(ctx, sink.NewStoreLedger(s.idx), false)

@@ -41,7 +41,7 @@ func TestEndToEnd(t *testing.T) {
 	}))
 	defer hookSrv.Close()
 
-	srv := startServer(t, Config{Webhook: hookSrv.URL, WebhookBackoff: 20 * time.Millisecond})
+	srv := startServer(t, Config{Webhooks: []string{hookSrv.URL}, WebhookBackoff: 20 * time.Millisecond})
 	sub := subscribeFindings(t, srv.addrs.NATS)
 
 	ctx, cancel := context.WithCancel(context.Background())

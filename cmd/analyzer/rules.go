@@ -12,6 +12,7 @@ import (
 
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/rule/ruletest"
+	"github.com/faultline/faultline/sink"
 )
 
 func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -19,7 +20,8 @@ func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: analyzer rules lint|test [flags] [DIR ...]\n"+
-			"       analyzer rules coverage [--rules DIR] [--rules-only] [--json] [--catalog] [LOGDIR ...]\n\n"+
+			"       analyzer rules coverage [--rules DIR] [--rules-only] [--json] [--catalog] [LOGDIR ...]\n"+
+			"       analyzer rules alertmanager-config [--rules DIR] [--rules-only]\n\n"+
 			"lint: check a pack (rules, catalog/*.yaml, causes.yaml, launch.yaml): schema, regexes,\n"+
 			"      expressions, templates, severities and confidences, ids, causes, facts, sources,\n"+
 			"      levels, fields, and every catalog entry's example against its yields.\n"+
@@ -27,6 +29,8 @@ func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"coverage: for every catalog entry, the real lines it hits in testdata/logs/real and\n"+
 			"      testdata/logs/nccl-runs (inside a checkout) and in each LOGDIR; lists the\n"+
 			"      entries that hit nothing. --catalog: counts per project and subsystem.\n"+
+			"alertmanager-config: print Alertmanager inhibit rules generated from the rules' explains\n"+
+			"      (a consequence's alert is muted by its root cause's in the same launch; docs/alerting.md).\n"+
 			"Without DIR, the built-in pack embedded in the binary is used.\n\n"+
 			"Exit codes: 0 ok; 1 a rule does not lint, a fixture fails (or a rule errs at run time\n"+
 			"in it) or a catalog entry's test fails, coverage --strict finds an entry a rule reads\n"+
@@ -59,8 +63,23 @@ func runRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return testRules(ctx, dirs, *withBuiltin, *verbose, stdout, stderr)
 	case "coverage":
 		return coverRules(ctx, rf, dirs, *asJSON, *strict, *catalog, *lines, stdout, stderr)
+	case "alertmanager-config":
+		if len(dirs) > 0 {
+			return usageError("alertmanager-config takes no DIR: give --rules DIR")
+		}
+		return alertmanagerConfig(rf, stdout)
 	}
-	return usageError("unknown rules subcommand %q (want lint, test or coverage)", fs.Arg(0))
+	return usageError("unknown rules subcommand %q (want lint, test, coverage or alertmanager-config)", fs.Arg(0))
+}
+
+// alertmanagerConfig prints the inhibit rules of the rules' explains
+// (sink.InhibitRules) as Alertmanager YAML.
+func alertmanagerConfig(rf ruleFlags, stdout io.Writer) error {
+	rules, err := rf.load()
+	if err != nil {
+		return err
+	}
+	return sink.WriteAlertmanagerConfig(stdout, sink.InhibitRules(rule.Explains(rules)))
 }
 
 func loadForLint(dir string) (*rule.Pack, error) {

@@ -5,8 +5,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/faultline/faultline/sink"
 )
 
 func analyzer(t *testing.T, args ...string) (string, string, int) {
@@ -210,5 +215,38 @@ func TestUserCauseEndToEnd(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, filepath.Join(dir, "disk-full.yaml")+`:2:8: unknown cause "ray-disk-full"`) ||
 		!strings.Contains(errs, filepath.Join(dir, "catalog", "ray-disk.yaml")) {
 		t.Fatalf("without causes.yaml: exit %d\n%s", code, errs)
+	}
+}
+
+// TestRulesAlertmanagerConfig: `analyzer rules alertmanager-config` prints
+// Alertmanager's inhibit_rules from the built-in pack's explains: the seed
+// story's cause mutes the causes it explains, in the same cluster and
+// launch.
+func TestRulesAlertmanagerConfig(t *testing.T) {
+	var out, errs strings.Builder
+	if code := run(t.Context(), []string{"rules", "alertmanager-config"}, strings.NewReader(""), &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	var cfg struct {
+		InhibitRules []sink.InhibitRule `yaml:"inhibit_rules"`
+	}
+	if err := yaml.Unmarshal([]byte(out.String()), &cfg); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	found := false
+	for _, r := range cfg.InhibitRules {
+		if slices.Equal(r.SourceMatchers, []string{`alertname="ray-node-ip-mismatch"`}) {
+			found = true
+			if !slices.Equal(r.TargetMatchers, []string{`alertname=~"collective-timeout|ray-insufficient-gpus"`}) ||
+				!slices.Equal(r.Equal, []string{"cluster", "launch_id"}) {
+				t.Errorf("ray-node-ip-mismatch inhibits %v on %v", r.TargetMatchers, r.Equal)
+			}
+		}
+	}
+	if !found || len(cfg.InhibitRules) < 10 {
+		t.Errorf("%d inhibit rules, ray-node-ip-mismatch's among them: %v\n%s", len(cfg.InhibitRules), found, out.String())
+	}
+	if code := run(t.Context(), []string{"rules", "alertmanager-config", "some/dir"}, strings.NewReader(""), &out, &errs); code == 0 {
+		t.Errorf("a DIR argument was accepted")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/faultline/faultline/internal/secrets"
 	"github.com/faultline/faultline/receiver"
 	"github.com/faultline/faultline/server"
+	"github.com/faultline/faultline/sink"
 )
 
 // serveSettings are serve's flags, each also the key of the same name in
@@ -60,7 +61,10 @@ func (c *serveSettings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&cfg.SearchTimeout, "search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
 	c.memLimit = memoryLimitFlag(fs)
 	fs.DurationVar(&cfg.RuleBudget, "rule-budget", server.DefaultRuleBudget, "log a rule (once a minute) when one of its matchers or its condition takes longer than this on one event (negative: never)")
-	fs.StringVar(&cfg.Webhook, "webhook", "", "POST findings to this `URL` as JSON with a text field (Slack-compatible)")
+	fs.StringArrayVar(&cfg.Webhooks, "webhook", nil, "POST findings to this `URL` as JSON with a text field (Slack-compatible; repeatable: each URL has its own durable outbox)")
+	fs.StringArrayVar(&cfg.Alertmanagers, "alertmanager", nil, "post findings as alerts to the Alertmanager at this base `URL` (http://alertmanager:9093; repeatable; docs/alerting.md)")
+	fs.DurationVar(&cfg.AlertResend, "alert-resend", sink.DefaultAlertResend, "post an active finding's alert to Alertmanager again this often (each post says it ends 4 times this later)")
+	fs.StringVar(&cfg.ExternalURL, "external-url", "", "base `URL` people open the web UI at, for the evidence links of alerts (default: --advertise, else http:// and --http)")
 	c.sinks.register(fs, false, false)
 	fs.StringArrayVar(&cfg.RuleDirs, "rules", nil, "watched `DIR` of rule files added to the built-in pack (repeatable)")
 	fs.BoolVar(&cfg.RulesOnly, "rules-only", false, "use only the rules from --rules")
@@ -142,6 +146,24 @@ func (c *serveSettings) check(fs *pflag.FlagSet) error {
 		return usageError("--log-level: %v", err)
 	}
 	cfg.Receive.Off, cfg.Receive.MaxBodyBytes = !c.receive, int64(c.receiveMax)
+	for _, u := range cfg.Webhooks {
+		if err := checkURL(u); err != nil {
+			return usageError("--webhook %v", err)
+		}
+	}
+	for _, u := range cfg.Alertmanagers {
+		if err := checkURL(u); err != nil {
+			return usageError("--alertmanager %v", err)
+		}
+	}
+	if cfg.ExternalURL != "" {
+		if err := checkURL(cfg.ExternalURL); err != nil {
+			return usageError("--external-url %v", err)
+		}
+	}
+	if cfg.AlertResend <= 0 {
+		return usageError("--alert-resend %v: want a positive duration", cfg.AlertResend)
+	}
 	if !c.demo {
 		cfg.Demo = ""
 	} else if cfg.Demo == "" {

@@ -75,6 +75,8 @@ data-dir: /var/lib/faultline
 nats-listen: 10.1.230.180:4222
 http: 127.0.0.1:9090
 webhook: https://hooks.example.com/x
+alertmanager: [http://am-1:9093, http://am-2:9093]
+alert-resend: 30s
 rules: [/etc/faultline/rules]
 search-timeout: 2s
 memory-limit: 512MiB
@@ -88,7 +90,8 @@ log-level: debug
 		t.Fatal(err)
 	}
 	cfg := c.Config
-	if cfg.DataDir != "/var/lib/faultline" || cfg.HTTP != "127.0.0.1:8181" || cfg.Webhook != "https://hooks.example.com/x" ||
+	if cfg.DataDir != "/var/lib/faultline" || cfg.HTTP != "127.0.0.1:8181" || !reflect.DeepEqual(cfg.Webhooks, []string{"https://hooks.example.com/x"}) ||
+		!reflect.DeepEqual(cfg.Alertmanagers, []string{"http://am-1:9093", "http://am-2:9093"}) || cfg.AlertResend.String() != "30s" ||
 		!reflect.DeepEqual(cfg.RuleDirs, []string{"/etc/faultline/rules"}) || cfg.SearchTimeout.String() != "2s" ||
 		*c.memLimit != 512<<20 || cfg.Cluster.Partitions != 6 || cfg.Stream.MaxBytes != 10<<30 || c.logLevel != "debug" {
 		t.Errorf("settings from the file: %+v (memory %d, log %s)", cfg, *c.memLimit, c.logLevel)
@@ -122,6 +125,7 @@ func TestConfigCheck(t *testing.T) {
 		{"partitions: many\n", 1, `:1:13: partitions must be a whole number, not many`},
 		{"nats-routes: nats://a:6222\n", 1, `--nats-routes needs --nats-cluster`},
 		{"log-level: loud\n", 1, `--log-level: `},
+		{"alertmanager: [am:9093]\n", 1, `--alertmanager "am:9093": want an http:// or https:// URL`},
 	} {
 		file := writeFile(t, "serve.yaml", c.content)
 		var out, errs strings.Builder

@@ -51,8 +51,8 @@ func (f *sinkFlags) register(fs *pflag.FlagSet, webhook, nats bool) {
 func (f *sinkFlags) build(stdout io.Writer, log *slog.Logger) (sink.Multi, error) {
 	var out sink.Multi
 	if f.webhook != "" {
-		if u, err := url.Parse(f.webhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, usageError("--webhook %q: want an http:// or https:// URL", f.webhook)
+		if err := checkURL(f.webhook); err != nil {
+			return nil, usageError("--webhook %v", err)
 		}
 		out = append(out, sink.NewWebhook(f.webhook, sink.WebhookOptions{Attempts: f.attempts, Backoff: f.backoff, Log: log}))
 	}
@@ -91,6 +91,15 @@ type closer func()
 
 func (closer) Announce(context.Context, []finding.Finding) error { return nil }
 func (c closer) Close() error                                    { c(); return nil }
+
+// checkURL says what is wrong with an http(s) URL a flag gives (the URL
+// in the error redacted).
+func checkURL(s string) error {
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q: want an http:// or https:// URL", redactURL(s))
+	}
+	return nil
+}
 
 // redactURL hides a password, or a token given as the user, in a URL for
 // messages.
