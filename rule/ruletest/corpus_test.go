@@ -35,14 +35,6 @@ var knownFailures = map[string]string{
 	// (issue 21) once the rules read the catalog's facts.
 	"real/78-kuberay-pg-pinned-worker-pod-not-started": "pinned placement group without addresses or GPU totals is called an IP mismatch (critical) instead of a differential",
 	"real/79-vllm-pg-pinned-fewer-gpus-than-tp":        "pinned placement group without addresses or GPU totals is called an IP mismatch (critical) although vLLM warned the cluster has fewer GPUs",
-	// Causes of issue 21 section 3 and wordings the catalog has but no rule
-	// reads yet (the rules move onto catalog facts with the v2 migration).
-	"real/80-nccl-duplicate-gpu-megatron-barrier-2.19":        "two ranks on one GPU (Duplicate GPU detected) is called gpu-not-visible until the gpu-rank-mapping cause and rule land",
-	"real/81-nccl-duplicate-gpu-slurm-multinode-accelerate":   "two ranks on one GPU (Duplicate GPU detected) is called gpu-not-visible until the gpu-rank-mapping cause and rule land",
-	"real/82-nvls-fabric-manager-cuda-invalid-argument-h800":  "an NVLS Cuda failure in transport/nvls.cc gets no finding until the nvlink-fabric cause and rule land",
-	"real/83-nccl-2.27-ifname-missing-garbage-address-family": "the garbage address-family error after a missing NCCL_SOCKET_IFNAME gets no finding until nccl-socket-interface reads the catalog",
-	"real/84-nvls-multicast-bind-failed-torch-last-error":     "NVLS multicast bind failure gets no finding until the nvlink-fabric cause and rule land",
-	"real/86-efa-devices-not-in-container-fi-getinfo-p5":      "aws-ofi-nccl's fi_getinfo failure gets no finding until nccl-ib-unavailable reads the catalog",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
