@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -88,17 +89,19 @@ func Expand(inputs []Input, warn func(error)) ([]File, error) {
 	return out, nil
 }
 
+// nodeFromFile names the node of a file given alone: its name without the
+// log extension, a rotation's number and compression (vllm.log.1.gz,
+// Docker's c-json.log.3 and Ray's monitor.log.1 are vllm, c and monitor,
+// as the live file would be). A number is a rotation's only after a log
+// extension, so 10.1.230.180.log stays 10.1.230.180.
 func nodeFromFile(p string) string {
-	base := filepath.Base(p)
-	for _, ext := range []string{".gz", ".log", ".out", ".err", ".txt"} {
-		base = strings.TrimSuffix(base, ext)
+	if m := rotatedName.FindStringSubmatch(filepath.Base(p)); m != nil && m[1] != "" {
+		return m[1]
 	}
-	base = strings.TrimSuffix(base, "-json")
-	if base == "" {
-		return "node"
-	}
-	return base
+	return "node"
 }
+
+var rotatedName = regexp.MustCompile(`^(.*?)(?:-json)?(?:\.(?:log|out|err|txt)(?:\.\d+)?)?(?:\.gz)?$`)
 
 // filePool bounds the files a replay holds open: a replay of 10,000 files
 // under a 1,024 open-files limit must read them all, not skip those it

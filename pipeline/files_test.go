@@ -160,3 +160,37 @@ func asNobody(t *testing.T, test string) {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 }
+
+// A file given alone is a node named after it, and a rotated or compressed
+// copy names the same node as the live file (vllm.log.1.gz was node
+// vllm.log.1).
+func TestNodeOfAFileGivenAlone(t *testing.T) {
+	for _, c := range []struct{ file, node string }{
+		{"vllm.log", "vllm"},
+		{"vllm.log.1", "vllm"},
+		{"vllm.log.1.gz", "vllm"},
+		{"vllm.log.gz", "vllm"},
+		{"spark-1.txt", "spark-1"},
+		{"abc-json.log", "abc"},
+		{"abc-json.log.3", "abc"},
+		{"abc-json.log.3.gz", "abc"},
+		{"monitor.log.12", "monitor"},
+		{"raylet.out", "raylet"},
+		{"paste", "paste"},
+		{"10.1.230.180.log", "10.1.230.180"},
+		{"10.1.230.180", "10.1.230.180"},
+		{".log", "node"},
+	} {
+		p := filepath.Join(t.TempDir(), c.file)
+		if err := os.WriteFile(p, []byte("line\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files, err := Expand([]Input{{Path: p}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) != 1 || files[0].Node != c.node {
+			t.Errorf("%s: files %+v, want one of node %q", c.file, files, c.node)
+		}
+	}
+}
