@@ -115,12 +115,15 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	s.reloads.succeeded(time.Now())
 
-	stop, natsURL, err := s.startNATS()
+	// The index first: its lock is what tells a second serve on this
+	// --data-dir to go away, before its embedded NATS opens the same store.
+	stop, err := s.openIndex()
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if stop, err = s.openIndex(); err != nil {
+	stop, natsURL, err := s.startNATS()
+	if err != nil {
 		return err
 	}
 	defer stop()
