@@ -10,8 +10,11 @@ import (
 
 // TestComposeConfig validates docker-compose.yml with whichever compose
 // tool is installed: every image is built from this repository (none is
-// pulled), NATS is the analyzer's embedded server, published on 127.0.0.1
-// unless told otherwise, and FAULTLINE_TOKEN is required.
+// pulled), NATS is the analyzer's embedded server, listening on 127.0.0.1
+// unless told otherwise (the host's network: it binds what it is given),
+// FAULTLINE_TOKEN is required, the node is the host's name unless
+// FAULTLINE_NODE says, and the shipper tails only containers labelled
+// faultline.ship unless FAULTLINE_CONTAINER_LABEL is emptied.
 func TestComposeConfig(t *testing.T) {
 	compose := composeCmd()
 	if compose == nil {
@@ -31,9 +34,24 @@ func TestComposeConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("compose config: %v\n%s", err, out)
 	}
-	for _, want := range []string{"nats://analyzer:4222", "--nats-listen", "/var/lib/docker", "127.0.0.1:4222:4222", "127.0.0.1:8080:8080", "FAULTLINE_TOKEN: s3cret"} {
+	for _, want := range []string{"--nats=nats://127.0.0.1:4222", "--nats-listen", "- 127.0.0.1:4222", "- 127.0.0.1:8080",
+		"network_mode: host", "--node=\n", "--container-label=faultline.ship", "/var/lib/docker", "FAULTLINE_TOKEN: s3cret"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("compose config lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "0.0.0.0") || strings.Contains(out, "node-1") {
+		t.Errorf("compose config listens on every interface or names the node for every host alike:\n%s", out)
+	}
+	// The head's management address: the analyzer listens there and the
+	// shipper dials it; the label check can be dropped.
+	out, err = config("FAULTLINE_TOKEN=s3cret", "FAULTLINE_NATS_HOST=10.1.230.180", "FAULTLINE_CONTAINER_LABEL=", "FAULTLINE_NODE=spark-1")
+	if err != nil {
+		t.Fatalf("compose config: %v\n%s", err, out)
+	}
+	for _, want := range []string{"--nats=nats://10.1.230.180:4222", "- 10.1.230.180:4222", "--container-label=\n", "--node=spark-1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compose config with FAULTLINE_NATS_HOST, FAULTLINE_NODE and an empty FAULTLINE_CONTAINER_LABEL lacks %q:\n%s", want, out)
 		}
 	}
 	if !strings.Contains(out, "read_only: true") && !strings.Contains(out, "/var/lib/docker:ro") {

@@ -2,9 +2,11 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +41,11 @@ import (
 var seed []byte
 
 func main() {
+	if m := os.Getenv("FEED_MARK"); m != "" {
+		// A container that is not to be shipped: one line of its own.
+		os.Stdout.WriteString(m + "\n")
+		time.Sleep(time.Hour)
+	}
 	sc := bufio.NewScanner(bytes.NewReader(seed))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -94,12 +101,14 @@ func freeTCPPort(t *testing.T) string {
 // TestComposeStackUp builds the image and runs docker-compose.yml with the
 // compose tool of this machine (`docker compose`, else `docker-compose`):
 // the analyzer, whose embedded NATS serves the shipper, and the shipper
-// tailing Docker's data root; no image is pulled. A feed container prints
-// the seed spark-1 vLLM container log; the shipper discovers its json-file
-// log and the analyzer raises ray-node-ip-mismatch, seen on GET
-// /api/findings of the published port and on the NATS findings subject.
-// NATS is published on 127.0.0.1 only and wants FAULTLINE_TOKEN. Skips
-// only where no Docker engine runs.
+// tailing Docker's data root; no image is pulled. A feed container labelled
+// faultline.ship prints the seed spark-1 vLLM container log; the shipper
+// discovers its json-file log and the analyzer raises ray-node-ip-mismatch,
+// seen on GET /api/findings and on the NATS findings subject, on the node
+// named after the host (FAULTLINE_NODE unset). A container without the
+// label is not shipped. NATS and HTTP listen on 127.0.0.1 only, with no
+// warning that they do not, and NATS wants FAULTLINE_TOKEN. Skips only
+// where no Docker engine runs.
 func TestComposeStackUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds images and runs the compose stack")
@@ -161,14 +170,15 @@ func TestComposeStackUp(t *testing.T) {
 		"FAULTLINE_NATS_PORT=" + natsPort,
 		"FAULTLINE_HTTP_PORT=" + httpPort,
 		"FAULTLINE_DOCKER_ROOT=" + dockerRoot,
-		"FAULTLINE_NODE=spark-1",
 	}
 	composeArgs := func(args ...string) []string {
 		return append(append(slices.Clone(compose[1:]), "-f", "../docker-compose.yml", "-p", project), args...)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			out, _ := exec.Command(compose[0], composeArgs("logs", "--no-color", "--tail", "60")...).CombinedOutput()
+			cmd := exec.Command(compose[0], composeArgs("logs", "--no-color", "--tail", "60")...)
+			cmd.Env = append(os.Environ(), env...) // compose refuses the file without FAULTLINE_TOKEN
+			out, _ := cmd.CombinedOutput()
 			t.Logf("stack logs:\n%s", out)
 		}
 		cmd := exec.Command(compose[0], composeArgs("down", "-v", "--remove-orphans", "-t", "5")...)
@@ -190,9 +200,12 @@ func TestComposeStackUp(t *testing.T) {
 		}
 		return nil
 	})
-	// NATS is published on loopback only, and only with the token.
-	if got := strings.TrimSpace(runCmd(t, "", env, compose[0], composeArgs("port", "analyzer", "4222")...)); got != "127.0.0.1:"+natsPort {
-		t.Errorf("NATS published on %q, want 127.0.0.1:%s", got, natsPort)
+	// NATS listens on loopback only, and takes only the token.
+	if ip := hostAddress(); ip != "" {
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, natsPort), 2*time.Second); err == nil {
+			c.Close()
+			t.Errorf("the stack's NATS answers on %s, beyond loopback", ip)
+		}
 	}
 	if nc, err := nats.Connect("nats://127.0.0.1:"+natsPort, nats.Timeout(5*time.Second)); err == nil {
 		nc.Close()
@@ -200,8 +213,13 @@ func TestComposeStackUp(t *testing.T) {
 	}
 	sub := subscribeFindings(t, "nats://"+token+"@127.0.0.1:"+natsPort)
 
+	// First a container the shipper must leave alone, then the labelled one.
+	mark := "not-for-faultline-" + id
+	other := project + "-unlabelled"
+	runCmd(t, "", nil, "docker", "run", "-d", "--name", other, "--log-driver", "json-file", "-e", "FEED_MARK="+mark, feedImage)
+	t.Cleanup(func() { exec.Command("docker", "rm", "-f", other).Run() })
 	feed := project + "-seedfeed"
-	runCmd(t, "", nil, "docker", "run", "-d", "--name", feed, "--log-driver", "json-file", feedImage)
+	runCmd(t, "", nil, "docker", "run", "-d", "--name", feed, "--label", "faultline.ship", "--log-driver", "json-file", feedImage)
 	t.Cleanup(func() { exec.Command("docker", "rm", "-f", feed).Run() })
 
 	var f finding.Finding
@@ -215,11 +233,47 @@ func TestComposeStackUp(t *testing.T) {
 		return fmt.Errorf("no high ray-node-ip-mismatch finding on GET /api/findings yet")
 	})
 	t.Logf("finding on the stack's /api/findings %v after the test began", time.Since(begin).Round(time.Millisecond))
+	host, _ := os.Hostname()
 	if f.Severity != finding.Critical || !slices.Contains(f.Facts["requested_node"], "192.168.200.12") ||
-		!slices.Contains(f.Facts["registered_ip"], "10.1.230.180") || !slices.Contains(f.Nodes, "spark-1") {
-		t.Errorf("finding: severity %s nodes %v facts %v", f.Severity, f.Nodes, f.Facts)
+		!slices.Contains(f.Facts["registered_ip"], "10.1.230.180") || !slices.Equal(f.Nodes, []string{host}) {
+		t.Errorf("finding: severity %s nodes %v (want the host's name %q) facts %v", f.Severity, f.Nodes, host, f.Facts)
 	}
 	waitFinding(t, sub.all, "ray-node-ip-mismatch", "high")
+	if n := stackHits(t, httpAddr, `"`+mark+`"`); n != 0 {
+		t.Errorf("the unlabelled container's line was shipped: %d hits", n)
+	}
+	logs := runCmd(t, "", env, compose[0], composeArgs("logs", "--no-color", "analyzer")...)
+	if !strings.Contains(logs, "embedded nats") {
+		t.Errorf("no analyzer log to read:\n%s", logs)
+	} else if strings.Contains(logs, "beyond this host") {
+		t.Errorf("the analyzer warns that it listens beyond the host:\n%s", logs)
+	}
+}
+
+// hostAddress is a non-loopback IPv4 address of this host, "" if none.
+func hostAddress() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
+// stackHits is the number of hits of query q on serve's search API.
+func stackHits(t *testing.T, httpAddr, q string) int {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + httpAddr + "/api/search?size=0&q=" + url.QueryEscape(q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct{ Total int }
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("search %q: %d %v", q, resp.StatusCode, err)
+	}
+	return r.Total
 }
 
 // httpGet returns the status code of a GET.

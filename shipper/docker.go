@@ -22,6 +22,9 @@ type containerConfig struct {
 		Source      string `json:"Source"`
 		Destination string `json:"Destination"`
 	} `json:"MountPoints"`
+	Config struct {
+		Labels map[string]string `json:"Labels"`
+	} `json:"Config"`
 }
 
 // container is a discovered container with what is needed to reach its files.
@@ -32,8 +35,9 @@ type container struct {
 }
 
 // containers lists the containers under root whose names match one of
-// patterns and none of excludes (path.Match).
-func containers(root string, patterns, excludes []string) ([]container, error) {
+// patterns and none of excludes (path.Match) and that carry every label of
+// labels (KEY, any value, or KEY=VALUE; an empty one asks nothing).
+func containers(root string, patterns, excludes, labels []string) ([]container, error) {
 	dirs, err := filepath.Glob(filepath.Join(root, "containers", "*", "config.v2.json"))
 	if err != nil {
 		return nil, err
@@ -49,7 +53,7 @@ func containers(root string, patterns, excludes []string) ([]container, error) {
 			continue // being rewritten by dockerd; next poll
 		}
 		c.name = strings.TrimPrefix(c.Name, "/")
-		if !matchAny(patterns, c.name) || matchAny(excludes, c.name) {
+		if !matchAny(patterns, c.name) || matchAny(excludes, c.name) || !hasLabels(c.Config.Labels, labels) {
 			continue
 		}
 		if c.ID == "" {
@@ -61,6 +65,22 @@ func containers(root string, patterns, excludes []string) ([]container, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// hasLabels reports whether have holds every label of want (KEY: with any
+// value; KEY=VALUE: with that value).
+func hasLabels(have map[string]string, want []string) bool {
+	for _, w := range want {
+		if w == "" {
+			continue
+		}
+		k, v, withValue := strings.Cut(w, "=")
+		got, ok := have[k]
+		if !ok || withValue && got != v {
+			return false
+		}
+	}
+	return true
 }
 
 func matchAny(patterns []string, name string) bool {
@@ -149,7 +169,7 @@ func (c *container) mapPath(ctrPath string) (string, bool) {
 // dockerSources lists the files of matched containers: the json-file log
 // (and, through the root file system or a mount, the container paths).
 func (sh *Shipper) dockerSources() []source {
-	cs, err := containers(sh.cfg.DockerRoot, sh.cfg.Containers, sh.cfg.ExcludeContainers)
+	cs, err := containers(sh.cfg.DockerRoot, sh.cfg.Containers, sh.cfg.ExcludeContainers, sh.cfg.ContainerLabels)
 	if err != nil {
 		sh.sayOnce("docker-root", "cannot read Docker data root", "root", sh.cfg.DockerRoot, "err", err)
 		return nil

@@ -35,9 +35,13 @@ type Config struct {
 	// the Faultline stack's own containers (the analyzer prints findings that
 	// quote log lines; shipping them back would feed it its own evidence).
 	ExcludeContainers []string
-	ContainerPaths    []string // globs inside matched containers (Ray session logs are added)
-	DockerRoot        string
-	Stdin             io.Reader // non-nil: read it as one more file ("-")
+	// ContainerLabels a matched container must carry, each KEY (any
+	// value) or KEY=VALUE: the compose stack ships only containers
+	// labelled faultline.ship, not every container of the host.
+	ContainerLabels []string
+	ContainerPaths  []string // globs inside matched containers (Ray session logs are added)
+	DockerRoot      string
+	Stdin           io.Reader // non-nil: read it as one more file ("-")
 
 	Cluster string
 	Node    string
@@ -187,7 +191,7 @@ func Run(ctx context.Context, cfg Config) error {
 	sent.setWindow(sh.pub.DuplicateWindow())
 	sh.log.Info("shipping", "subject", sh.subject, "max_payload", sh.pub.MaxPayload(), "batch_bytes", sh.softLimit,
 		"max_in_flight", cfg.MaxInFlight, "save_interval", cfg.SaveInterval, "duplicate_window", sh.pub.DuplicateWindow(),
-		"paths", cfg.Paths, "containers", cfg.Containers)
+		"paths", cfg.Paths, "containers", cfg.Containers, "container_labels", cfg.ContainerLabels)
 
 	sh.notify = newNotifier(cfg.Log)
 	defer sh.notify.Close()

@@ -63,6 +63,7 @@ type settings struct {
 	Path             []string
 	Container        []string
 	ExcludeContainer []string
+	ContainerLabel   []string
 	ContainerPath    []string
 	DockerRoot       string
 	Cluster          string
@@ -97,6 +98,7 @@ func (c *settings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&c.Path, "path", nil, "`GLOB` of log files to tail (plain, Docker json-file or CRI); repeatable")
 	fs.StringArrayVar(&c.Container, "container", nil, "Docker container name `PATTERN` (path.Match); repeatable")
 	fs.StringArrayVar(&c.ExcludeContainer, "exclude-container", nil, "Docker container name `PATTERN` never to tail, e.g. the Faultline stack's own containers; repeatable")
+	fs.StringArrayVar(&c.ContainerLabel, "container-label", nil, "tail only matched containers that carry this `LABEL` (KEY, any value, or KEY=VALUE; docker run --label); repeatable: all of them")
 	fs.StringArrayVar(&c.ContainerPath, "container-path", nil, "`GLOB` inside matched containers (in addition to "+shipper.RaySessionLogs+"); repeatable")
 	fs.StringVar(&c.DockerRoot, "docker-root", "/var/lib/docker", "Docker data root `DIR`")
 	fs.StringVar(&c.Cluster, "cluster", "default", "cluster `NAME`")
@@ -151,7 +153,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg := shipper.Config{
-		Paths: fc.Path, Containers: fc.Container, ExcludeContainers: fc.ExcludeContainer, ContainerPaths: fc.ContainerPath, DockerRoot: fc.DockerRoot,
+		Paths: fc.Path, Containers: fc.Container, ExcludeContainers: fc.ExcludeContainer, ContainerLabels: fc.ContainerLabel, ContainerPaths: fc.ContainerPath, DockerRoot: fc.DockerRoot,
 		Cluster: fc.Cluster, Node: fc.Node, PodAsNode: fc.PodAsNode,
 		NATS: shipper.NATSOptions{URL: fc.NATS, User: fc.User, Password: fc.Password, Token: fc.Token, Creds: fc.Creds,
 			NKey: fc.NKey, TLSCA: fc.TLSCA, TLSCert: fc.TLSCert, TLSKey: fc.TLSKey},
