@@ -45,6 +45,15 @@ func BenchmarkLineToFinding(b *testing.B) {
 			b.Fatalf("BENCH_SETTLE: %v", err)
 		}
 	}
+	// BENCH_PER_CLUSTER (default 50): runs per cluster; 1 makes every run a
+	// new finding (its first announcement), else most are revisions.
+	perCluster := 50
+	if v := os.Getenv("BENCH_PER_CLUSTER"); v != "" {
+		var err error
+		if perCluster, err = strconv.Atoi(v); err != nil || perCluster < 1 || perCluster > 50 {
+			b.Fatalf("BENCH_PER_CLUSTER=%q: want 1 to 50", v)
+		}
+	}
 	go func() {
 		done <- Run(ctx, Config{DataDir: filepath.Join(dir, "data"), NATSListen: "127.0.0.1:-1", HTTP: "127.0.0.1:0", Stdout: io.Discard,
 			Log: quiet, Ready: func(a Addrs) { ready <- a }, Settle: settle})
@@ -91,9 +100,9 @@ func BenchmarkLineToFinding(b *testing.B) {
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
-		if i%50 == 0 {
+		if i%perCluster == 0 {
 			b.StopTimer()
-			live := filepath.Join(dir, fmt.Sprintf("live-%d", i/50))
+			live := filepath.Join(dir, fmt.Sprintf("live-%d", i/perCluster))
 			if err := os.MkdirAll(live, 0o755); err != nil {
 				b.Fatal(err)
 			}
@@ -105,7 +114,7 @@ func BenchmarkLineToFinding(b *testing.B) {
 			shippers = append(shippers, d)
 			go func() {
 				defer close(d)
-				cfg := shipper.Config{Paths: []string{filepath.Join(live, "*")}, Cluster: fmt.Sprintf("lat-%d", i/50),
+				cfg := shipper.Config{Paths: []string{filepath.Join(live, "*")}, Cluster: fmt.Sprintf("lat-%d", i/perCluster),
 					Node: "spark-1", NATS: shipper.NATSOptions{URL: addrs.NATS}, StateDir: filepath.Join(live, ".state"),
 					Log: quiet, Metrics: m}
 				if err := shipper.Run(shipCtx, cfg); err != nil && shipCtx.Err() == nil {
