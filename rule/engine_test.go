@@ -133,7 +133,7 @@ messages:
 
 // mustParse loads rules (YAML documents) with the test catalog, on top of
 // the built-in causes and launch signals.
-func mustParse(t *testing.T, src string) []*Rule {
+func mustParse(t testing.TB, src string) []*Rule {
 	t.Helper()
 	p, err := LoadFSPack(fstest.MapFS{
 		"catalog/test.yaml": {Data: []byte(testCatalog)},

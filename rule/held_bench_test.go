@@ -15,10 +15,7 @@ import (
 //
 //	go test ./rule -run '^$' -bench ObserveFindingsHeld -benchtime 2000x
 func BenchmarkObserveFindingsHeld(b *testing.B) {
-	rules, ps := Parse("bench.yaml", []byte(testRules))
-	if len(ps) > 0 {
-		b.Fatal(ps)
-	}
+	rules := mustParse(b, testRules)
 	launch := func(e *Engine, cluster string, i int) int {
 		n := 0
 		for j, msg := range []string{
