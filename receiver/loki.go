@@ -20,7 +20,7 @@ import (
 // {"streams":[{"stream":{labels},"values":[["<unix ns>","line"(, {metadata})]]}]},
 // gzipped or not). Success is 204.
 func (r *Receiver) Loki() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	return r.track(func(w http.ResponseWriter, req *http.Request) {
 		ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 		if ct == "" {
 			ct = "application/x-protobuf" // Loki's default

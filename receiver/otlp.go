@@ -20,7 +20,7 @@ import (
 // the OTLP/HTTP specification has it. Success is 200 with an empty
 // ExportLogsServiceResponse in the request's encoding.
 func (r *Receiver) OTLP() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	return r.track(func(w http.ResponseWriter, req *http.Request) {
 		ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 		isJSON := ct == "application/json"
 		if !isJSON && ct != "application/x-protobuf" && ct != "application/protobuf" {

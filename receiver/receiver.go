@@ -91,9 +91,20 @@ type Receiver struct {
 	opts Options
 	log  *slog.Logger
 
-	// For metrics: requests by outcome, records published.
+	// For metrics: requests by outcome, records published, requests
+	// being handled (their body read, their records published).
 	Requests struct{ OK, Rejected, Busy, Unavailable atomic.Int64 }
 	Records  atomic.Int64
+	InFlight atomic.Int64
+}
+
+// track counts h's requests in InFlight while they are handled.
+func (r *Receiver) track(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.InFlight.Add(1)
+		defer r.InFlight.Add(-1)
+		h(w, req)
+	})
 }
 
 // New returns a Receiver publishing with pub.

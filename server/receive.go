@@ -52,6 +52,9 @@ func (s *server) receiverCollectors() []prometheus.Collector {
 		"Requests to the log receivers (OTLP, Loki push) by outcome: ok (2xx, every record acknowledged by JetStream), rejected (4xx), busy (429), unavailable (503).",
 		[]string{"outcome"}, nil)
 	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_receiver_requests_in_flight",
+			Help: "Requests the log receivers are handling: reading the body or waiting for JetStream's acknowledgements."},
+			func() float64 { return float64(r.InFlight.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_receiver_records_total",
 			Help: "Records the log receivers published and JetStream acknowledged."},
 			func() float64 { return float64(r.Records.Load()) }),

@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -183,15 +185,39 @@ func TestReceiverKillAndRetry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// One push in flight when serve dies; its client retries across the
-	// restart.
-	inFlight := make(chan error, 1)
-	go func() { inFlight <- push(ctx, pushes[half]) }()
-	time.Sleep(5 * time.Millisecond)
+	// One push in flight when serve dies: its body streamed, half of it
+	// sent, serve's handler reading the rest (its in-flight gauge says so)
+	// when the SIGKILL lands. That attempt gets no answer; the client
+	// sends the whole push again across the restart.
+	b := pushes[half]
+	body, bodyW := io.Pipe()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.ContentLength = int64(len(b)) // announced whole, as Loki clients do
+	attempt := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			err = fmt.Errorf("answered %s", resp.Status)
+		}
+		attempt <- err
+	}()
+	go bodyW.Write(b[:len(b)/2])
+	testutil.CheckFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+		if n := metricValue(t, httpAddr, "faultline_receiver_requests_in_flight"); n != 1 {
+			return fmt.Errorf("requests in flight %v", n)
+		}
+		return nil
+	})
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
+	bodyW.CloseWithError(errors.New("serve was killed"))
+	if err := <-attempt; err == nil || strings.HasPrefix(err.Error(), "answered") {
+		t.Fatalf("the push in flight at the kill: %v, want no answer", err)
+	}
 	start()
-	if err := <-inFlight; err != nil {
+	if err := push(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	// And the one before it sent again (its answer lost, say).
