@@ -13,6 +13,8 @@ import (
 	common "go.opentelemetry.io/proto/slim/otlp/common/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/faultline/faultline/parsers"
 )
 
 // OTLP answers POST /v1/logs: an ExportLogsServiceRequest as protobuf
@@ -77,14 +79,22 @@ func (r *Receiver) otlpStreams(in *collogs.ExportLogsServiceRequest, client stri
 	ss := &streams{}
 	for _, rl := range in.GetResourceLogs() {
 		res := attributes(rl.GetResource().GetAttributes())
+		// A resource's records name few files: their origins once per
+		// file, not once per record (a third of a request's CPU).
+		origins := map[string]parsers.Origin{}
 		for _, sl := range rl.GetScopeLogs() {
 			for _, lr := range sl.GetLogRecords() {
 				la := attributes(lr.GetAttributes())
-				names := res
-				if f := first(la, otlpFile); f != "" {
-					names = copyWith(res, "log.file.path", f)
+				f := first(la, otlpFile)
+				o, ok := origins[f]
+				if !ok {
+					names := res
+					if f != "" {
+						names = copyWith(res, "log.file.path", f)
+					}
+					o = origin("otlp", names, otlpCluster, otlpNode, otlpContainer, otlpFile, r.opts.Cluster, client)
+					origins[f] = o
 				}
-				o := origin("otlp", names, otlpCluster, otlpNode, otlpContainer, otlpFile, r.opts.Cluster, client)
 				e := entry{text: anyString(lr.GetBody()), stream: isStream(first(la, otlpStream)), uid: la["log.record.uid"], offset: -1}
 				switch t := lr.GetTimeUnixNano(); {
 				case t != 0:

@@ -365,7 +365,7 @@ func joinStream(st *stream, out []parsers.Record, times []time.Time) ([]parsers.
 	// it closes, and with a request's lines all there at once a record
 	// kept open for more (a traceback's start) closes after later ones;
 	// a shipper tailing live emits it a moment after it was written.
-	slices.SortStableFunc(out[first:], func(a, b parsers.Record) int { return cmp.Compare(a.Offset, b.Offset) })
+	sortByOffset(out[first:])
 	for n := first; n < len(out); n++ {
 		rec := &out[n]
 		i, k := int(rec.Offset>>20), rec.Offset&(1<<20-1)
@@ -375,6 +375,25 @@ func joinStream(st *stream, out []parsers.Record, times []time.Time) ([]parsers.
 		times = append(times, e.time)
 	}
 	return out, times
+}
+
+// sortByOffset sorts recs by Offset, stably: an order of indexes is
+// sorted and the records moved once (sorting the records themselves moved
+// each of them log n times, a tenth of a request's CPU).
+func sortByOffset(recs []parsers.Record) {
+	if slices.IsSortedFunc(recs, func(a, b parsers.Record) int { return cmp.Compare(a.Offset, b.Offset) }) {
+		return
+	}
+	idx := make([]int32, len(recs))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(recs[a].Offset, recs[b].Offset) })
+	sorted := make([]parsers.Record, len(recs))
+	for i, k := range idx {
+		sorted[i] = recs[k]
+	}
+	copy(recs, sorted)
 }
 
 // occurrences counts, for each entry, the identical entries (same
@@ -400,24 +419,47 @@ func occurrences(es []entry) []int {
 // recordID is a record's stable ID (the package doc): 24 hex digits, as
 // parsers.RecordID's, so that the wire format keeps them compact.
 func recordID(o parsers.Origin, e *entry, occ int, lineInEntry int64) string {
-	h := sha256.New()
-	for _, s := range []string{o.Node, o.FileID} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
+	// Appended rather than printed (fmt was a tenth of a request's CPU);
+	// the bytes hashed are the same.
+	var buf [256]byte
+	b := append(buf[:0], o.Node...)
+	b = append(b, 0)
+	b = append(b, o.FileID...)
+	b = append(b, 0)
+	num := func(n int64) { b = strconv.AppendInt(b, n, 10) }
+	text := true
 	switch {
 	case e.uid != "":
-		fmt.Fprintf(h, "uid\x00%s\x00%d", e.uid, lineInEntry)
+		b = append(b, "uid\x00"...)
+		b = append(b, e.uid...)
+		b = append(b, 0)
+		num(lineInEntry)
+		text = false
 	case e.line > 0 || e.offset >= 0:
 		// A place in the file: the same however often, and whenever, the
 		// client reads it (its read time, the observed time, may differ).
-		fmt.Fprintf(h, "pos\x00%d\x00%d\x00%d\x00%d\x00", e.line, e.offset, occ, lineInEntry)
-		h.Write([]byte(e.text))
+		b = append(b, "pos\x00"...)
+		num(int64(e.line))
+		b = append(b, 0)
+		num(e.offset)
 	default:
-		fmt.Fprintf(h, "time\x00%d\x00%d\x00%d\x00", e.time.UnixNano(), occ, lineInEntry)
-		h.Write([]byte(e.text))
+		b = append(b, "time\x00"...)
+		num(e.time.UnixNano())
 	}
-	return hex.EncodeToString(h.Sum(nil)[:12])
+	if text {
+		b = append(b, 0)
+		num(int64(occ))
+		b = append(b, 0)
+		num(lineInEntry)
+		b = append(b, 0)
+	}
+	h := sha256.New()
+	h.Write(b)
+	if text {
+		io.WriteString(h, e.text)
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:12])
 }
 
 // batches encodes recs into messages of the shipper's wire format: runs of

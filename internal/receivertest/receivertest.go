@@ -28,6 +28,12 @@ import (
 	otellog "go.opentelemetry.io/otel/log"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/resource"
+	collogspb "go.opentelemetry.io/proto/slim/otlp/collector/logs/v1"
+	commonpb "go.opentelemetry.io/proto/slim/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/slim/otlp/logs/v1"
+	resourcepb "go.opentelemetry.io/proto/slim/otlp/resource/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	protov2 "google.golang.org/protobuf/proto"
 
 	"github.com/faultline/faultline/parsers"
 )
@@ -352,4 +358,73 @@ func Post(ctx context.Context, url, token, contentType string, body []byte) (*ht
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp, nil
+}
+
+// OTLPBodies are the files as OTLP/HTTP request bodies of at most n
+// records each, in the order the lines were written, encoded as the SDK's
+// exporter encodes them (protobuf, or the specification's JSON): a
+// resource per node (host.name, and faultline.cluster when given), each
+// line a record with its time (when the framing had one), the time it was
+// written as the observed time, log.file.path, log.file.record_number and
+// log.iostream, as SendOTLP sends them. For benchmarks: encoding is done
+// before the clock starts.
+func OTLPBodies(files []File, cluster string, n int, asJSON bool) [][]byte {
+	str := func(k, v string) *commonpb.KeyValue {
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+	}
+	var out [][]byte
+	order := inOrder(files)
+	for len(order) > 0 {
+		k := min(n, len(order))
+		req := &collogspb.ExportLogsServiceRequest{}
+		byNode := map[string]*logspb.ScopeLogs{}
+		for _, ref := range order[:k] {
+			f, l := &files[ref.i], files[ref.i].Lines[ref.k]
+			sl := byNode[f.Node]
+			if sl == nil {
+				attrs := []*commonpb.KeyValue{str("host.name", f.Node)}
+				if cluster != "" {
+					attrs = append(attrs, str("faultline.cluster", cluster))
+				}
+				sl = &logspb.ScopeLogs{Scope: &commonpb.InstrumentationScope{Name: "faultline-receivertest"}}
+				req.ResourceLogs = append(req.ResourceLogs, &logspb.ResourceLogs{Resource: &resourcepb.Resource{Attributes: attrs}, ScopeLogs: []*logspb.ScopeLogs{sl}})
+				byNode[f.Node] = sl
+			}
+			rec := &logspb.LogRecord{
+				ObservedTimeUnixNano: uint64(f.Written[ref.k].UnixNano()),
+				Body:                 &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: l.Text}},
+				Attributes: []*commonpb.KeyValue{str("log.file.path", f.Path),
+					{Key: "log.file.record_number", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(l.Num)}}}},
+			}
+			if !l.Time.IsZero() {
+				rec.TimeUnixNano = uint64(l.Time.UnixNano())
+			}
+			if l.Stream != "" {
+				rec.Attributes = append(rec.Attributes, str("log.iostream", l.Stream))
+			}
+			sl.LogRecords = append(sl.LogRecords, rec)
+		}
+		var b []byte
+		var err error
+		if asJSON {
+			b, err = protojson.Marshal(req)
+		} else {
+			b, err = protov2.Marshal(req)
+		}
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b)
+		order = order[k:]
+	}
+	return out
+}
+
+// LokiJSONRequests are LokiRequests' pushes as JSON bodies.
+func LokiJSONRequests(files []File, cluster string, n int) [][]byte {
+	var out [][]byte
+	for _, req := range lokiPushes(files, cluster, n) {
+		out = append(out, StreamsJSON(req.Streams))
+	}
+	return out
 }
