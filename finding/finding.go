@@ -139,4 +139,10 @@ type Finding struct {
 	// them apart (see Alternative).
 	Alternatives []Alternative `json:"alternatives,omitempty"`
 	TellApart    string        `json:"tell_apart,omitempty"`
+
+	// Notes are what serve knows about the finding's input that its rule
+	// cannot: two shipper processes publishing under the name of one of
+	// its nodes (their records read as one node's). Shown beside the
+	// summary; a version with more notes is newer (sink.Newer).
+	Notes []string `json:"notes,omitempty"`
 }

@@ -26,10 +26,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/rule"
 	"github.com/faultline/faultline/transport"
@@ -86,7 +88,11 @@ type Config struct {
 	// them reloads only swap the rules.
 	Reopen    func(ctx context.Context, from uint64) (Source, error)
 	NewEngine func(rules []*rule.Rule) *rule.Engine
-	Log       *slog.Logger
+	// Shippers, shared by the lanes of a process, says when two shipper
+	// processes publish under one node name and notes it on the findings
+	// of that node; nil: not watched.
+	Shippers *Shippers
+	Log      *slog.Logger
 }
 
 // Resume is where a lane starts (see the package doc).
@@ -274,6 +280,9 @@ func (l *Lane) markReady() {
 // with evs, it appends the events to index. It returns how many records
 // the engine saw.
 func (l *Lane) observe(b *transport.Batch, live bool, seen *Seen, engine *rule.Engine, skip rule.Checkpoint, evs *[]parsers.Event) int {
+	if cs := l.cfg.Shippers.Observe(b); len(cs) > 0 && l.cfg.Announcer != nil {
+		l.offerNoted(engine, cs, b, live)
+	}
 	n := 0
 	for i := range b.Records {
 		ev := parsers.Parse(b.Records[i])
@@ -287,6 +296,7 @@ func (l *Lane) observe(b *transport.Batch, live bool, seen *Seen, engine *rule.E
 			seen.Add(ev.ID)
 		} else if seen.Add(ev.ID) {
 			if fs := engine.ObserveAt(&ev, pos); len(fs) > 0 && l.cfg.Announcer != nil {
+				l.cfg.Shippers.Annotate(fs)
 				l.cfg.Announcer.Offer(fs, b, live)
 			}
 			n++
@@ -303,6 +313,24 @@ func (l *Lane) observe(b *transport.Batch, live bool, seen *Seen, engine *rule.E
 		*evs = append(*evs, ev)
 	}
 	return n
+}
+
+// offerNoted offers again, with their new note, the active findings of
+// the nodes under which several shipper processes were just found
+// publishing (a finding raised before the second one's batches came).
+func (l *Lane) offerNoted(engine *rule.Engine, cs []Conflict, b *transport.Batch, live bool) {
+	var fs []finding.Finding
+	for _, f := range engine.Findings() {
+		if f.Status == finding.Active && slices.ContainsFunc(cs, func(c Conflict) bool {
+			return c.Cluster == f.Cluster && slices.Contains(f.Nodes, c.Node)
+		}) {
+			fs = append(fs, f)
+		}
+	}
+	if len(fs) > 0 {
+		l.cfg.Shippers.Annotate(fs)
+		l.cfg.Announcer.Offer(fs, b, live)
+	}
 }
 
 // Reload makes the lane run rules: between two batches it replays the

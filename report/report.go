@@ -100,6 +100,9 @@ func BlockWith(w io.Writer, f finding.Finding, root finding.Finding, o TextOptio
 	fmt.Fprintf(w, "%s  cause %s · confidence %s · cluster %s · launch %d · nodes %s · id %s\n",
 		indent, f.Cause, f.Confidence, f.Cluster, f.Launch, strings.Join(f.Nodes, ", "), f.ID)
 	para(w, indent+"  ", "What happened", f.Summary)
+	for _, n := range f.Notes {
+		para(w, indent+"  ", "Note", n)
+	}
 	para(w, indent+"  ", "Fix", f.Remediation)
 	nodeTable(w, indent+"  ", f.NodeTable())
 	nodeTimeline(w, indent+"  ", f)

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/faultline/faultline/finding"
+	"github.com/faultline/faultline/lane"
 )
 
 // findingCollector exposes the findings as Prometheus series, read from the
@@ -51,5 +52,29 @@ func (c *findingCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, v := range raised {
 		ch <- prometheus.MustNewConstMetric(c.raised, prometheus.CounterValue, v, k[0], k[1])
+	}
+}
+
+// shippersCollector exposes faultline_node_shippers{cluster,node}: the
+// shipper processes found publishing at once under one node name (2 or
+// more; no series while each node has its own). Their records read as one
+// node's: an alert on it is how a deployment learns that two hosts share
+// a --node.
+type shippersCollector struct {
+	shippers *lane.Shippers
+	desc     *prometheus.Desc
+}
+
+func newShippersCollector(s *lane.Shippers) *shippersCollector {
+	return &shippersCollector{shippers: s, desc: prometheus.NewDesc("faultline_node_shippers",
+		"Shipper processes publishing at once under this node name (present only when more than one): their records read as one node's; give each shipper its own --node.",
+		[]string{"cluster", "node"}, nil)}
+}
+
+func (c *shippersCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *shippersCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, cf := range c.shippers.Conflicts() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(len(cf.Shippers)), cf.Cluster, cf.Node)
 	}
 }

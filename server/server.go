@@ -78,6 +78,10 @@ type server struct {
 
 	receiver *receiver.Receiver // OTLP and Loki push (receive.go); nil when off
 
+	// shippers says when two shipper processes publish under one node
+	// name (every lane's batches).
+	shippers *lane.Shippers
+
 	// Live feeds of the web UI (Server-Sent Events); Publish never blocks.
 	liveEvents   *web.Hub[*parsers.Event]
 	liveFindings *web.Hub[finding.Finding]
@@ -111,7 +115,7 @@ func Run(ctx context.Context, cfg Config) error {
 	s := &server{
 		cfg: cfg, log: cfg.Log, running: rule.NewEngine(rules),
 		liveEvents: web.NewHub[*parsers.Event](1024), liveFindings: web.NewHub[finding.Finding](64),
-		stages: newStageMetrics(),
+		stages: newStageMetrics(), shippers: lane.NewShippers(0, cfg.Log),
 	}
 	s.reloads.succeeded(time.Now())
 
@@ -347,7 +351,7 @@ func (s *server) newEngine(rules []*rule.Rule) *rule.Engine {
 // laneConfig is what every lane of this process shares.
 func (s *server) laneConfig(part int, engine *rule.Engine, seen *lane.Seen) lane.Config {
 	return lane.Config{Part: part, Engine: engine, Seen: seen, Index: s.idx, Announcer: s.announcer, Committer: s.commit,
-		Counters: &s.counters, Metrics: s.stages, Live: s.liveEvents.Publish, NewEngine: s.newEngine, Log: s.log}
+		Counters: &s.counters, Metrics: s.stages, Live: s.liveEvents.Publish, NewEngine: s.newEngine, Shippers: s.shippers, Log: s.log}
 }
 
 // startSingle is the one-machine way: one lane over the whole stream, its
@@ -567,7 +571,7 @@ func (s *server) registry() *prometheus.Registry {
 	reg.MustRegister(s.stages.collectors()...)
 	reg.MustRegister(s.reloads.collectors()...)
 	reg.MustRegister(s.receiverCollectors()...)
-	reg.MustRegister(newFindingCollector(s.findings))
+	reg.MustRegister(newFindingCollector(s.findings), newShippersCollector(s.shippers))
 	return reg
 }
 

@@ -45,6 +45,7 @@ type PublisherOptions struct {
 	AckTimeout  time.Duration // a PubAck not received by then means retry (default 5s)
 	Name        string        // connection name shown by the server
 	Compression string        // of the batches: "s2" (default), "zstd" or "none"
+	Shipper     string        // this process's identity, on every batch (transport.HeaderShipper)
 }
 
 // Connect connects to NATS (retrying in the background if the server is not
@@ -52,7 +53,7 @@ type PublisherOptions struct {
 // exists.
 func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po PublisherOptions, log *slog.Logger, m *Metrics, h *Health) (*Publisher, error) {
 	tp, err := transport.Connect(ctx, no, so, transport.PublisherOptions{
-		MaxInFlight: po.MaxInFlight, AckTimeout: po.AckTimeout, Name: po.Name, Log: log, Compression: po.Compression,
+		MaxInFlight: po.MaxInFlight, AckTimeout: po.AckTimeout, Name: po.Name, Log: log, Compression: po.Compression, Shipper: po.Shipper,
 		Hooks: transport.PublishHooks{
 			Disconnected: func(err error) { h.set("nats", "disconnected: "+err.Error()+"; reconnecting") },
 			Reconnected:  func() { m.reconnects.Inc(); h.clear("nats") },

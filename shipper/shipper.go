@@ -11,6 +11,7 @@ package shipper
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,10 @@ type Config struct {
 
 	Cluster string
 	Node    string
+	// Identity names this shipper process on every batch it publishes
+	// (transport.HeaderShipper), so that serve can say when two processes
+	// publish under one node name. Default: NewIdentity, new at every Run.
+	Identity string
 	// PodAsNode names records of kubelet pod logs (/var/log/pods) by their
 	// pod instead of Node (kubelet.go).
 	PodAsNode bool
@@ -73,6 +78,16 @@ type Config struct {
 	Health  *Health // what /healthz says (NewHealth(Metrics) by default)
 }
 
+// NewIdentity names one shipper process: host name, process id and a
+// random part, "vm:4711:3f9a2c" (two shippers in one process, as serve
+// --demo runs them, and two hosts cloned with one name still differ).
+func NewIdentity() string {
+	host, _ := os.Hostname()
+	var r [3]byte
+	rand.Read(r[:])
+	return fmt.Sprintf("%s:%d:%x", host, os.Getpid(), r)
+}
+
 // RaySessionLogs is tailed inside every matched container.
 const RaySessionLogs = "/tmp/ray/session_latest/logs/*"
 
@@ -83,6 +98,9 @@ func (c *Config) Defaults() {
 	}
 	if c.Node == "" {
 		c.Node, _ = os.Hostname()
+	}
+	if c.Identity == "" {
+		c.Identity = NewIdentity()
 	}
 	if c.NATS.URL == "" {
 		c.NATS.URL = "nats://127.0.0.1:4222"
@@ -180,7 +198,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer func() { stopStore(); <-storeDone }()
 
 	sh.pub, err = Connect(ctx, cfg.NATS, cfg.Stream, PublisherOptions{MaxInFlight: cfg.MaxInFlight, AckTimeout: cfg.AckTimeout, Compression: cfg.Compression,
-		Name: "faultline-shipper " + cfg.Node}, cfg.Log, cfg.Metrics, cfg.Health)
+		Name: "faultline-shipper " + cfg.Node, Shipper: cfg.Identity}, cfg.Log, cfg.Metrics, cfg.Health)
 	if err != nil {
 		return err
 	}
@@ -189,7 +207,7 @@ func Run(ctx context.Context, cfg Config) error {
 	sh.softLimit = min(cfg.BatchBytes, sh.hardLimit)
 	sh.pub.bodyCap = min(sh.softLimit+sh.softLimit/4, sh.hardLimit)
 	sent.setWindow(sh.pub.DuplicateWindow())
-	sh.log.Info("shipping", "subject", sh.subject, "max_payload", sh.pub.MaxPayload(), "batch_bytes", sh.softLimit,
+	sh.log.Info("shipping", "subject", sh.subject, "shipper", cfg.Identity, "max_payload", sh.pub.MaxPayload(), "batch_bytes", sh.softLimit,
 		"max_in_flight", cfg.MaxInFlight, "save_interval", cfg.SaveInterval, "duplicate_window", sh.pub.DuplicateWindow(),
 		"paths", cfg.Paths, "containers", cfg.Containers, "container_labels", cfg.ContainerLabels)
 

@@ -135,11 +135,11 @@ func (l *StoreLedger) Findings() []finding.Finding { return l.store.Findings() }
 
 // Visible reports whether two versions of a finding differ in what a
 // reader sees: its words, fix, verdict, status, root cause, what it rules
-// out and the records of its evidence.
+// out, the records of its evidence and its notes.
 func Visible(a, b finding.Finding) bool {
 	if a.Title != b.Title || a.Summary != b.Summary || a.Remediation != b.Remediation || a.Severity != b.Severity ||
 		a.Confidence != b.Confidence || a.Status != b.Status || a.ExplainedBy != b.ExplainedBy ||
-		!slices.Equal(a.RuledOut, b.RuledOut) || len(a.Evidence) != len(b.Evidence) {
+		!slices.Equal(a.RuledOut, b.RuledOut) || len(a.Evidence) != len(b.Evidence) || !slices.Equal(a.Notes, b.Notes) {
 		return true
 	}
 	for i := range a.Evidence {

@@ -120,8 +120,10 @@ func nextRevision(old finding.Finding, ok bool) int {
 // unresolved f is never newer than a resolved old. At equal Updates the two
 // are one version re-derived in another context (say before the replay
 // re-derived its root cause): f is newer only where it says more —
-// resolved or retracted where old was active, or a root cause where old had
-// none. Going back (to active, to no root cause) or sideways is not newer.
+// resolved or retracted where old was active, a root cause where old had
+// none, or more notes (serve found two shippers under one of its nodes'
+// names after it was announced). Going back (to active, to no root cause)
+// or sideways is not newer.
 func Newer(f, old finding.Finding) bool {
 	if fr, or := f.Status == statusResolved, old.Status == statusResolved; fr != or {
 		return fr
@@ -132,7 +134,7 @@ func Newer(f, old finding.Finding) bool {
 	if f.Status != old.Status {
 		return old.Status == statusActive
 	}
-	return old.ExplainedBy == "" && f.ExplainedBy != ""
+	return old.ExplainedBy == "" && f.ExplainedBy != "" || len(f.Notes) > len(old.Notes)
 }
 
 // Finding statuses (as the rule engine sets them).

@@ -94,6 +94,11 @@ func changes(old, f finding.Finding) []string {
 	if old.Summary != f.Summary {
 		what = append(what, "summary updated")
 	}
+	for _, n := range f.Notes {
+		if !slices.Contains(old.Notes, n) {
+			what = append(what, "note: "+n)
+		}
+	}
 	return append(what, fmt.Sprintf("%d evidence record(s), update %d", len(f.Evidence), f.Updates))
 }
 

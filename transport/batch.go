@@ -20,6 +20,7 @@ func BatchOf(m jetstream.Msg) Batch {
 			b.ReadAt = time.Unix(0, ns)
 		}
 	}
+	b.Shipper = m.Headers().Get(HeaderShipper)
 	start := time.Now()
 	b.Records, b.Err = Decode(m.Data())
 	b.Decode = time.Since(start)

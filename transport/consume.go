@@ -28,6 +28,9 @@ type Batch struct {
 	Stored time.Time
 	ReadAt time.Time
 	Decode time.Duration
+	// Shipper is the identity of the shipper process that published it
+	// (HeaderShipper; "" when it did not say: a receiver, an older shipper).
+	Shipper string
 	// Err says the body was not all readable: Records holds the records
 	// before the fault. A redelivery would fail the same way, so such a
 	// batch is still meant to be acknowledged.

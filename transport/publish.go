@@ -45,6 +45,9 @@ type PublisherOptions struct {
 	Hooks       PublishHooks
 	// Compression of the frames: "s2" (the default), "zstd" or "none".
 	Compression string
+	// Shipper is the publishing process's identity, sent on every message
+	// as HeaderShipper ("": none).
+	Shipper string
 }
 
 // Publisher publishes batches asynchronously to JetStream with a bounded
@@ -59,8 +62,10 @@ type Publisher struct {
 	hooks  PublishHooks
 	framer *Framer
 	frames sync.Pool // frame buffers, back after the ack
-	slots  chan struct{}
-	wg     sync.WaitGroup
+	// shipper is sent as HeaderShipper on every message ("": not sent).
+	shipper string
+	slots   chan struct{}
+	wg      sync.WaitGroup
 	// Deliveries live until Wait gives up or Close, not as long as the
 	// caller's context: the last batch of stdin is published after stdin's
 	// reader is done, and a stopping shipper still lets its in-flight
@@ -106,7 +111,7 @@ func NewPublisher(nc *nats.Conn, po PublisherOptions) (*Publisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	p := &Publisher{nc: nc, js: js, log: po.Log, hooks: po.Hooks, framer: framer,
+	p := &Publisher{nc: nc, js: js, log: po.Log, hooks: po.Hooks, framer: framer, shipper: po.Shipper,
 		slots: make(chan struct{}, po.MaxInFlight), borrowed: true}
 	p.life, p.stopAll = context.WithCancel(context.Background())
 	return p, nil
@@ -145,7 +150,7 @@ func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po Publisher
 	if err != nil {
 		return nil, err
 	}
-	p := &Publisher{log: log, hooks: po.Hooks, framer: framer, slots: make(chan struct{}, po.MaxInFlight)}
+	p := &Publisher{log: log, hooks: po.Hooks, framer: framer, shipper: po.Shipper, slots: make(chan struct{}, po.MaxInFlight)}
 	p.life, p.stopAll = context.WithCancel(context.Background())
 	opts := append(auth,
 		nats.Name(po.Name),
@@ -332,6 +337,9 @@ func (p *Publisher) Publish(ctx context.Context, m *Message, onAck func()) error
 	msg.Header.Set(HeaderCount, strconv.Itoa(m.Count))
 	if !m.ReadAt.IsZero() {
 		msg.Header.Set(HeaderReadAt, strconv.FormatInt(m.ReadAt.UnixNano(), 10))
+	}
+	if p.shipper != "" {
+		msg.Header.Set(HeaderShipper, p.shipper)
 	}
 	p.wg.Add(1)
 	go p.deliver(p.life, m, msg, func() {

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Stream and subject layout (DESIGN.md, "Records and events").
+// Stream and subject layout (docs/wire-format.md).
 const (
 	StreamName     = "FAULTLINE_LOGS"
 	StreamSubjects = "faultline.logs.>"
@@ -22,6 +22,11 @@ const (
 	// HeaderReadAt is when the shipper read the batch's first record (Unix
 	// nanoseconds), for serve's line-to-finding latency; optional.
 	HeaderReadAt = "Faultline-Read-At"
+	// HeaderShipper is the identity of the shipper process that published
+	// the batch (shipper.NewIdentity: host, pid and a random part, new at
+	// every start), so that serve can tell two processes publishing under
+	// one node name from one that restarted; optional.
+	HeaderShipper = "Faultline-Shipper"
 )
 
 // Token makes a label safe as one NATS subject token. NATS splits subjects on

@@ -512,6 +512,7 @@ function findingCard(f, i) {
     el('span', { class: 'meta' }, meta.filter(Boolean).join(' · '))),
   el('div', { class: 'finding-body' },
     prose('p', 'summary', f.summary),
+    ...(f.notes || []).map((n) => prose('p', 'note', n)),
     el('div', { class: 'fix' }, el('h3', {}, 'Fix'), prose('p', 'remediation', f.remediation)),
     f.table && f.table.rows && f.table.rows.length ? el('h3', {}, 'Per node') : null,
     nodeTable(f.table),
