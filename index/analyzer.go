@@ -5,10 +5,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/registry"
 )
 
-// LogAnalyzer is the name of the analyzer of the message field.
+// The log tokenizer decides what a query matches in a message.
 //
 // Bleve's standard analyzer is wrong for logs: it keeps
 // `ray.exceptions.RayActorError` as one token (so `RayActorError` finds
@@ -18,36 +17,20 @@ import (
 // brackets/quotes/commas, emits every chunk whole (`node:192.168.200.12`,
 // `ray_utils.py`) and, when a chunk has inner punctuation, also each of its
 // alphanumeric parts at consecutive positions, the first part sharing the
-// chunk's position. A phrase query over the parts (`192.168` → `192` `168`)
+// chunk's position. A phrase over the parts (`192.168` → `192` `168`)
 // then matches any run of parts, and the whole chunk matches as typed.
-const LogAnalyzer = "faultline_log"
-
-// logTokenizerName is the tokenizer registered for LogAnalyzer.
-const logTokenizerName = "faultline_log"
+//
+// The index does not keep these tokens as they are (see terms.go); a
+// record found through its index terms is checked against its tokens
+// when the terms alone cannot tell (plan.go), so that what matches is
+// always what this tokenizer says.
 
 // maxWholeChunk bounds the length of a whole chunk token: longer chunks
-// (base64, long Python reprs) are only indexed by their parts, which keeps
-// the term dictionary small.
+// (base64, long Python reprs) are only tokens by their parts.
 const maxWholeChunk = 128
 
 // maxPartLen bounds single parts for the same reason.
 const maxPartLen = 64
-
-// The bleve registry is the only way to make a custom tokenizer known to
-// the query side of a mapping (match and phrase queries look analyzers up by
-// name), so this is the one piece of package-level registration.
-func init() {
-	if err := registry.RegisterTokenizer(logTokenizerName, func(map[string]interface{}, *registry.Cache) (analysis.Tokenizer, error) {
-		return logTokenizer{}, nil
-	}); err != nil {
-		panic(err)
-	}
-	if err := registry.RegisterAnalyzer(LogAnalyzer, func(map[string]interface{}, *registry.Cache) (analysis.Analyzer, error) {
-		return &analysis.DefaultAnalyzer{Tokenizer: logTokenizer{}}, nil
-	}); err != nil {
-		panic(err)
-	}
-}
 
 // logTokenizer lower-cases as it goes, so the analyzer needs no filter pass.
 type logTokenizer struct{}
@@ -132,6 +115,9 @@ func classBefore(b []byte) (uint8, int) {
 	return runeClass(r), w
 }
 
+// partSpan is a part of a chunk: input[s:e].
+type partSpan struct{ s, e int }
+
 // logToken is a token of the log tokenizer: input[start:end] lower-cased,
 // at a position.
 type logToken struct{ start, end, pos int }
@@ -186,8 +172,7 @@ func emitChunk(out *[]logToken, input []byte, start, end, pos int) int {
 		return pos
 	}
 	// Find the parts first: a chunk of one part is a single token.
-	type span struct{ s, e int }
-	var partsBuf [16]span
+	var partsBuf [16]partSpan
 	parts := partsBuf[:0]
 	for i := start; i < end; {
 		c, w := classAt(input, i)
@@ -203,7 +188,7 @@ func emitChunk(out *[]logToken, input []byte, start, end, pos int) int {
 			}
 			i += w
 		}
-		parts = append(parts, span{s, i})
+		parts = append(parts, partSpan{s, i})
 	}
 	if len(parts) == 1 {
 		if end-start <= maxPartLen*4 {
@@ -230,6 +215,13 @@ func emitChunk(out *[]logToken, input []byte, start, end, pos int) int {
 			*out = append(*out, logToken{segStart, p.e, segPos})
 		}
 		if !last {
+			// node:<ip> inside a longer chunk (node:10.1.2.3:1) is a token
+			// too: Ray's name of a node, searched as a whole.
+			if segParts == 1 && p.e-p.s == 4 && nodeWord(input[p.s:p.e]) && input[p.e] == ':' {
+				if e := ipSegmentEnd(input, parts[i+1:], end); e > 0 && (segStart != start || e != end) {
+					*out = append(*out, logToken{segStart, e, segPos})
+				}
+			}
 			segPos += segParts
 			segStart, segParts = parts[i+1].s, 0
 		}
@@ -243,11 +235,48 @@ func emitChunk(out *[]logToken, input []byte, start, end, pos int) int {
 	return pos
 }
 
+// nodeWord reports whether b is "node" in any case.
+func nodeWord(b []byte) bool {
+	return len(b) == 4 && b[0]|0x20 == 'n' && b[1]|0x20 == 'o' && b[2]|0x20 == 'd' && b[3]|0x20 == 'e'
+}
+
+// ipSegmentEnd returns the end of the segment that starts with parts[0]
+// when it is an IP address, else 0.
+func ipSegmentEnd(input []byte, parts []partSpan, end int) int {
+	e := parts[0].e
+	for k := 1; k < len(parts) && !isSegmentBreak(input[parts[k-1].e:parts[k].s]); k++ {
+		e = parts[k].e
+	}
+	if e > end || !isIP(lowerCopy(input[parts[0].s:e])) {
+		return 0
+	}
+	return e
+}
+
+func lowerCopy(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
 // lowerASCII returns input lower-cased and whether it is all ASCII; only
 // then is each token's term the same range of the result (Unicode case
 // mapping may change lengths).
 func lowerASCII(input []byte) ([]byte, bool) {
-	out := make([]byte, len(input))
+	return lowerASCIIInto(make([]byte, len(input)), input)
+}
+
+// lowerASCIIInto is lowerASCII into buf's bytes (grown when short).
+func lowerASCIIInto(buf, input []byte) ([]byte, bool) {
+	if cap(buf) < len(input) {
+		buf = make([]byte, len(input))
+	}
+	out := buf[:len(input)]
 	for i, c := range input {
 		if c >= utf8.RuneSelf {
 			return out, false

@@ -5,175 +5,200 @@ import (
 	"context"
 	"fmt"
 	"slices"
-
-	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/search/query"
-	bindex "github.com/blevesearch/bleve_index_api"
+	"time"
 )
 
-// readers opens a reader on every shard; close them with the returned func.
-func (x *Index) readers() ([]bindex.IndexReader, func(), error) {
-	var rs []bindex.IndexReader
-	closeAll := func() {
-		for _, r := range rs {
-			r.Close()
-		}
-	}
+// Context is an event with the records around it in the same file.
+type Context struct {
+	Hit    Hit   `json:"hit"`
+	Before []Hit `json:"before"` // oldest first
+	After  []Hit `json:"after"`
+}
+
+// ErrNotFound is returned for an unknown event ID.
+var ErrNotFound = fmt.Errorf("not found")
+
+// Get returns one event by ID.
+func (x *Index) Get(ctx context.Context, id string) (Hit, bool, error) {
+	return x.get(ctx, id)
+}
+
+func (x *Index) get(ctx context.Context, id string) (Hit, bool, error) {
+	_, h, ok, err := x.locate(ctx, id)
+	return h, ok, err
+}
+
+// locate finds a record by its ID's hash, which the catalog holds for
+// every record: the blocks with a record of that hash are read.
+func (x *Index) locate(ctx context.Context, id string) (recordRef, Hit, bool, error) {
+	h32 := idHash(id)
 	for _, s := range x.shards {
-		ai, err := s.idx.Advanced()
-		if err != nil {
-			closeAll()
-			return nil, nil, err
+		if err := ctxErr(ctx); err != nil {
+			return recordRef{}, Hit{}, false, err
 		}
-		r, err := ai.Reader()
-		if err != nil {
-			closeAll()
-			return nil, nil, err
+		s.mu.RLock()
+		blocks := s.blocks
+		s.mu.RUnlock()
+		for i, m := range blocks {
+			if i%4096 == 0 && ctxErr(ctx) != nil {
+				return recordRef{}, Hit{}, false, ctxErr(ctx)
+			}
+			if !slices.Contains(m.ids, h32) {
+				continue
+			}
+			if ref, h, ok, err := s.findIn(m, h32, id); err != nil || ok {
+				return ref, h, ok, err
+			}
 		}
-		rs = append(rs, r)
 	}
-	return rs, closeAll, nil
+	return recordRef{}, Hit{}, false, nil
 }
 
-// hasFileLines tells whether h was indexed with its FieldFileLine term.
-func (x *Index) hasFileLines(h Hit) (bool, error) {
-	term := []byte(fileLineKey(h.Node, h.File) + padLine(h.Line))
-	rs, closeAll, err := x.readers()
+// Context returns the n records before and after the event id in its file
+// (same node and file), in file order: grep -C for records.
+func (x *Index) Context(ctx context.Context, id string, n int) (Context, error) {
+	ctx, cancel := x.withDeadline(ctx)
+	defer cancel()
+	c, err := x.context(ctx, id, n)
 	if err != nil {
-		return false, err
+		return Context{}, x.deadlineError(ctx, err)
 	}
-	defer closeAll()
-	for _, r := range rs {
-		lines, err := walkLines(r, term, term, 1)
-		if err != nil {
-			return false, err
-		}
-		if len(lines) > 0 {
-			return true, nil
-		}
-	}
-	return false, nil
+	return c, nil
 }
 
-// walkLines returns up to max terms of FieldFileLine in [lo, hi], in order.
-func walkLines(r bindex.IndexReader, lo, hi []byte, max int) ([]string, error) {
-	d, err := r.FieldDictRange(FieldFileLine, lo, hi)
-	if err != nil {
-		return nil, err
+func (x *Index) context(ctx context.Context, id string, n int) (Context, error) {
+	if err := ctxErr(ctx); err != nil {
+		return Context{}, err
 	}
-	defer d.Close()
-	var out []string
-	for len(out) < max {
-		e, err := d.Next()
-		if err != nil {
-			return nil, err
-		}
-		if e == nil {
-			break
-		}
-		out = append(out, e.Term)
-	}
-	return out, nil
-}
-
-// contextByFileLines finds the n lines of the file before and after the
-// event by walking the file's own stretch of the FieldFileLine dictionary
-// (a few terms per neighbour, in every shard), then fetches the records on
-// those lines: milliseconds and constant memory, however large the index.
-func (x *Index) contextByFileLines(ctx context.Context, c Context, n int) (Context, error) {
-	h := c.Hit
-	key := fileLineKey(h.Node, h.File)
-	rs, closeAll, err := x.readers()
+	h, ok, err := x.get(ctx, id)
 	if err != nil {
 		return Context{}, err
 	}
-	defer closeAll()
-	// After: the first n lines above h's, in each shard; the n smallest of
-	// them all are the file's next n lines.
-	var after []string
-	for _, r := range rs {
-		ls, err := walkLines(r, []byte(key+padLine(h.Line+1)), []byte(key+"~"), n)
-		if err != nil {
+	if !ok {
+		if err := ctxErr(ctx); err != nil {
 			return Context{}, err
 		}
-		after = append(after, ls...)
+		return Context{}, fmt.Errorf("context: %w: %s", ErrNotFound, id)
 	}
-	slices.Sort(after)
-	after = slices.Compact(after)
-	after = after[:min(n, len(after))]
-	// Before: the dictionary runs forwards, so windows of lines below h's
-	// that widen until they hold n lines (or reach the file's start).
-	var before []string
-	for k := 2 * n; ; k *= 4 {
-		if err := ctx.Err(); err != nil {
-			return Context{}, err
+	c := Context{Hit: h, Before: []Hit{}, After: []Hit{}}
+	if n <= 0 {
+		return c, nil
+	}
+	n = min(n, 1000)
+	vs, err := x.views()
+	if err != nil {
+		return Context{}, err
+	}
+	defer closeViews(vs)
+	// The records of the file are in its blocks, in any shard and order:
+	// the catalog's line numbers say which are nearest, and only their
+	// blocks are read.
+	type near struct {
+		v    *view
+		b, r int
+		line int32
+	}
+	var before, after []near
+	line := int32(min(max(h.Line, 0), 1<<31-1))
+	for _, v := range vs {
+		// Every file of the node at the path (a rotated file's successor
+		// has another file ID).
+		same := make([]bool, len(v.keys))
+		any := false
+		for i, k := range v.keys {
+			same[i] = k.Node == h.Node && k.File == h.File
+			any = any || same[i]
 		}
-		lo := max(h.Line-k, 0)
-		before = before[:0]
-		for _, r := range rs {
-			ls, err := walkLines(r, []byte(key+padLine(lo)), []byte(key+padLine(h.Line-1)), k+1)
-			if err != nil {
-				return Context{}, err
+		if !any {
+			continue
+		}
+		for bi, b := range v.blocks {
+			if !same[b.key] {
+				continue
 			}
-			before = append(before, ls...)
-		}
-		if h.Line-1 < lo {
-			before = before[:0] // no line below
-		}
-		slices.Sort(before)
-		before = slices.Compact(before)
-		if len(before) >= n || lo == 0 {
-			break
-		}
-	}
-	before = before[max(len(before)-n, 0):]
-
-	fetch := func(lines []string) ([]Hit, error) {
-		if len(lines) == 0 {
-			return []Hit{}, nil
-		}
-		qs := make([]query.Query, len(lines))
-		for i, l := range lines {
-			t := bleve.NewTermQuery(l)
-			t.SetField(FieldFileLine)
-			qs[i] = t
-		}
-		nq := bleve.NewTermQuery(h.Node)
-		nq.SetField(FieldNode)
-		fq := bleve.NewTermQuery(h.File)
-		fq.SetField(FieldFile)
-		var q query.Query = bleve.NewDisjunctionQuery(qs...)
-		if len(qs) == 1 {
-			q = qs[0]
-		}
-		// The node and file terms guard against a hash collision of keys.
-		req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(nq, fq, q), 10000, 0, false)
-		req.Fields = storedFields
-		req.Score = "none"
-		sr, err := x.alias.SearchInContext(ctx, req)
-		if err != nil {
-			return nil, fmt.Errorf("context of %s: %w", h.ID, err)
-		}
-		hits := make([]Hit, 0, len(sr.Hits))
-		for _, dm := range sr.Hits {
-			if dm.ID != h.ID {
-				hits = append(hits, hitFromMatch(dm))
+			live := b.live()
+			for r, l := range b.lines {
+				if live&(1<<r) == 0 {
+					continue
+				}
+				switch {
+				case l < line:
+					before = append(before, near{v, bi, r, l})
+				case l > line:
+					after = append(after, near{v, bi, r, l})
+				}
 			}
 		}
-		slices.SortFunc(hits, func(a, b Hit) int {
-			return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Offset, b.Offset))
+	}
+	if err := ctxErr(ctx); err != nil {
+		return Context{}, err
+	}
+	// The n nearest lines on each side, and every record on the last of
+	// them (several files on one path share line numbers).
+	nearest := func(ns []near, below bool) []near {
+		slices.SortFunc(ns, func(a, b near) int {
+			if below {
+				return cmp.Compare(b.line, a.line)
+			}
+			return cmp.Compare(a.line, b.line)
 		})
-		return hits, nil
+		k := min(n, len(ns))
+		for k < len(ns) && k > 0 && ns[k].line == ns[k-1].line {
+			k++
+		}
+		return ns[:k]
 	}
-	b, err := fetch(before)
+	read := func(ns []near) ([]Hit, error) {
+		out := make([]Hit, 0, len(ns))
+		for _, p := range ns {
+			recs, err := p.v.sh.records(p.v.blocks[p.b])
+			if err != nil {
+				return nil, fmt.Errorf("context of %s: %w", id, err)
+			}
+			if recs[p.r].ID != h.ID {
+				out = append(out, recs[p.r])
+			}
+		}
+		slices.SortFunc(out, func(a, b Hit) int { return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Offset, b.Offset)) })
+		return out, nil
+	}
+	b, err := read(nearest(before, true))
 	if err != nil {
 		return Context{}, err
 	}
-	a, err := fetch(after)
+	a, err := read(nearest(after, false))
 	if err != nil {
 		return Context{}, err
 	}
 	c.Before = b[max(len(b)-n, 0):]
 	c.After = a[:min(n, len(a))]
 	return c, nil
+}
+
+// Bounds returns the times of the oldest and newest events, from the
+// catalog.
+func (x *Index) Bounds(ctx context.Context) (lo, hi time.Time, err error) {
+	var l, h int64
+	found := false
+	for _, s := range x.shards {
+		s.mu.RLock()
+		blocks := s.blocks
+		s.mu.RUnlock()
+		for _, b := range blocks {
+			if b.timed == 0 {
+				continue
+			}
+			if !found || b.minT < l {
+				l = b.minT
+			}
+			if !found || b.maxT > h {
+				h = b.maxT
+			}
+			found = true
+		}
+	}
+	if !found {
+		return lo, hi, nil
+	}
+	return time.Unix(0, l).UTC(), time.Unix(0, h).UTC(), nil
 }

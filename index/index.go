@@ -1,17 +1,24 @@
-// Package index stores events in Bleve for post-mortem search: a lean
-// mapping with a log-aware analyzer, a batching writer over several shards
-// written in parallel and searched together through a bleve.IndexAlias, the
-// query language a user types, context around a hit, and the findings of the
-// rules beside the events.
+// Package index stores events for post-mortem search: the records once,
+// compressed, in a chunk store, and in Bleve only their terms, by blocks of
+// up to 63 records of one file (a term's frequency in a block document is
+// the bit mask of the block's records that have it); an in-memory catalog
+// of the blocks (times, lines, levels, sources, the file) answers time
+// ranges, facets, the histogram and sorting without reading the records.
+// A query is evaluated on the masks and, where the index terms cannot
+// tell (a phrase, a bucketed number or hex ID), checked against the
+// records themselves (plan.go); pages, context and highlights read the
+// records of their blocks. Several shards are written in parallel.
 //
 // Layout of a data directory:
 //
-//	DIR/index/meta.json    shard count (fixed at creation: it routes IDs)
-//	DIR/index/shard-NN/    one Bleve (scorch) index per shard
-//	DIR/findings/NNNNNN.log the findings, one JSON line per version stored (findings.go)
+//	DIR/index/meta.json             shard count and layout version
+//	DIR/index/shard-NN/bleve/       one Bleve (scorch) index of block documents per shard
+//	DIR/index/shard-NN/blocks.dat   the shard's chunk store (chunks.go)
+//	DIR/findings/NNNNNN.log         the findings, one JSON line per version stored (findings.go)
 package index
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,9 +26,11 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"log/slog"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,35 +46,45 @@ import (
 
 // Options tune an index. The zero value is usable.
 type Options struct {
-	// Shards is the number of Bleve indexes written in parallel for a new
-	// index (default: the number of CPUs, at least 2). An existing index
-	// keeps the count it was created with, since it decides which shard
-	// holds an ID and so makes re-indexing overwrite instead of duplicate.
+	// Shards is the number of shards written in parallel for a new index
+	// (default: the number of CPUs, at least 2). An existing index keeps
+	// the count it was created with.
 	Shards int
-	// BatchSize closes a shard's batch at this many events (default 2000).
+	// BatchSize closes a shard's batch at this many records (default
+	// 16384: larger batches cost fewer merges and more memory; on 2 cores
+	// 16384 and 65536 records cost the same CPU within noise, 65536 took
+	// 100 MB more).
 	BatchSize int
 	// FlushInterval closes a non-empty batch this long after its first
-	// event, so live events become searchable quickly (default 1s).
+	// event, so live events become searchable quickly (default 1s). It
+	// also seals the blocks being filled, so a bulk load (ingest) wants it
+	// long: partial blocks cost terms and compress worse (1s against 1m:
+	// 16% more CPU per line).
 	FlushInterval time.Duration
-	// Safe makes each batch wait until it is on disk. By default batches
-	// return once searchable (scorch's unsafe_batch), which is several
-	// times faster; the data on disk is still consistent, a crash only
-	// loses the last batches, and ingest or JetStream replay restores them.
+	// Safe makes each batch wait until it is on disk (the chunk store
+	// synced, Bleve's segment persisted). By default batches return once
+	// searchable (scorch's unsafe_batch), which is several times faster;
+	// the data on disk is still consistent, a crash only loses the last
+	// batches, and ingest or JetStream replay restores them.
 	Safe bool
 	// ReadOnly opens an existing index for searching only (several
 	// processes may then share it); Add fails.
 	ReadOnly bool
-	// Partitioned indexes the stream partition of every event, 0 included
-	// (serve in cluster mode, where every event came through one): a
-	// filter on partition 0 is then its term, not every event without a
-	// partition term, which walks the whole index (at 300k events 175 ms
-	// against 22 ms for another partition). Events indexed before, without
-	// the term, are then in no partition.
+	// Partitioned was the choice to index partition 0 as a term; every
+	// block now carries its partition in the catalog, so it changes
+	// nothing. Kept for callers.
 	Partitioned bool
 	// SearchTimeout bounds each search and context lookup (default
 	// DefaultSearchTimeout; negative: none).
 	SearchTimeout time.Duration
-	Logger        *slog.Logger
+	// DiskReserve is the free space below which writes wait (and are
+	// retried) instead of failing half-way: Bleve must never see a full
+	// disk (default 64 MiB; negative: no check).
+	DiskReserve int64
+	// CloseRetry is how long Close keeps retrying writes that fail
+	// (default 10s); what is left is not indexed, and Close says so.
+	CloseRetry time.Duration
+	Logger     *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -73,7 +92,7 @@ func (o *Options) defaults() {
 		o.Shards = max(runtime.NumCPU(), 2)
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = 2000
+		o.BatchSize = 16384
 	}
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = time.Second
@@ -84,9 +103,15 @@ func (o *Options) defaults() {
 	if o.SearchTimeout == 0 {
 		o.SearchTimeout = DefaultSearchTimeout
 	}
+	if o.DiskReserve == 0 {
+		o.DiskReserve = 64 << 20
+	}
+	if o.CloseRetry <= 0 {
+		o.CloseRetry = 10 * time.Second
+	}
 }
 
-// Index is a sharded Bleve index of events plus the stored findings.
+// Index is a sharded index of events plus the stored findings.
 // All methods are safe for concurrent use.
 type Index struct {
 	dir     string
@@ -94,17 +119,21 @@ type Index struct {
 	log     *slog.Logger
 	mapping mapping.IndexMapping
 	shards  []*shard
-	alias   bleve.IndexAlias
-	builder docBuilder
-	// windowMin is windowMinHits; tests lower it.
-	windowMin int
-	// bleveFacets makes facets Bleve's only, for tests that compare.
-	bleveFacets bool
+	tab     *tables
+	codec   *codec
+	cache   *blockCache
+	readers int // goroutines a search reads blocks with
 
-	// Time bounds of the indexed events (see Bounds).
-	boundsMu    sync.Mutex
-	boundsKnown bool
-	lo, hi      time.Time
+	// The writer side: where each file's records go, and the duplicate
+	// filter (a record indexed again is left out: IDs are stable).
+	addMu   sync.Mutex
+	routes  map[int32]*route
+	ids     *idFilter
+	pendMu  sync.Mutex
+	pending map[string]struct{} // added, not yet searchable
+	// replaced holds, while Open reads the stores, the records blocks
+	// say they replace.
+	replaced []recordRef
 
 	findingsMu     sync.Mutex
 	findings       []finding.Finding // in the order first stored
@@ -113,14 +142,32 @@ type Index struct {
 	flog           *findingsLog      // appended by PutFindings (nil: read-only or closed)
 
 	added   atomic.Uint64 // events accepted by Add
+	dups    atomic.Uint64 // events left out as indexed already
 	indexed atomic.Uint64 // events in completed batches
 	batches atomic.Uint64
 	errs    atomic.Uint64
-	// windowed counts pages found in a time window (see timePage).
-	windowed atomic.Uint64
+
+	// files are the published blocks by file (see locateAt).
+	filesMu sync.Mutex
+	files   map[fileRef]*fileBlocks
+
+	// Writes that fail (a full disk): by shard, the error; logged once.
+	stallMu  sync.Mutex
+	stalls   map[int]error
+	stallAt  time.Time
+	loggedAt time.Time // of the last stall logged
+	size     int64     // bleveSize, read at sizeAt
+	sizeAt   time.Time
 
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// route is where a file's records go: a frame's worth (frameBlocks
+// blocks) to one shard, the next to the next, so that one file's blocks
+// are built by every shard, and a shard's blocks of a file share frames.
+type route struct {
+	shard, count int
 }
 
 type meta struct {
@@ -128,18 +175,24 @@ type meta struct {
 	Version int `json:"version"`
 }
 
-// metaVersion is the layout of the shards' documents; an index of another
-// version cannot be searched correctly (2: time buckets, exact numbers and
-// one stored event blob; 3: time buckets from 4.3 s up).
-const metaVersion = 3
+// metaVersion is the layout of the index (2: time buckets, exact numbers and
+// one stored event blob; 3: time buckets from 4.3 s up; 4: blocks of
+// records in a chunk store, their terms in Bleve).
+const metaVersion = 4
 
 // ErrReadOnly is returned by Add on an index opened with Options.ReadOnly.
 var ErrReadOnly = errors.New("index: opened read-only")
 
-// Open opens the index under dir, creating it when it does not exist.
+// Open opens the index under dir, creating it when it does not exist. An
+// index of version 3 is migrated (when not read-only).
 func Open(dir string, opts Options) (*Index, error) {
 	opts.defaults()
 	idxDir := filepath.Join(dir, "index")
+	if !opts.ReadOnly {
+		if err := finishSwap(dir); err != nil {
+			return nil, err
+		}
+	}
 	m, err := readMeta(idxDir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -155,39 +208,43 @@ func Open(dir string, opts Options) (*Index, error) {
 		}
 	case err != nil:
 		return nil, fmt.Errorf("open index %s: %w", dir, err)
+	case m.Version == migratableVersion && opts.ReadOnly:
+		return nil, fmt.Errorf("open index %s: it has index version %d, this analyzer reads version %d; 'analyzer serve' or 'analyzer ingest' migrates it once when they open it (or re-ingest the logs into a new --data-dir)",
+			dir, m.Version, metaVersion)
+	case m.Version == migratableVersion:
+		if err := migrate(dir, m, opts); err != nil {
+			return nil, err
+		}
+		return Open(dir, opts)
 	case m.Version != metaVersion:
 		return nil, fmt.Errorf("open index %s: it has index version %d, this analyzer reads version %d: re-ingest the logs into a new --data-dir (or remove %s)",
 			dir, m.Version, metaVersion, idxDir)
 	}
 	opts.Shards = m.Shards
-
-	x := &Index{
-		dir:       dir,
-		opts:      opts,
-		log:       opts.Logger,
-		mapping:   NewMapping(),
-		windowMin: windowMinHits,
+	c, err := newCodec()
+	if err != nil {
+		return nil, err
 	}
-	x.builder = newDocBuilder(x.mapping)
-	x.builder.partitioned = opts.Partitioned
-	members := make([]bleve.Index, 0, m.Shards)
+	x := &Index{
+		dir: dir, opts: opts, log: opts.Logger, mapping: NewMapping(), tab: newTables(), codec: c,
+		cache: newBlockCache(512), readers: runtime.GOMAXPROCS(0),
+		routes: map[int32]*route{}, ids: newIDFilter(), files: map[fileRef]*fileBlocks{}, pending: map[string]struct{}{}, stalls: map[int]error{},
+	}
 	for i := 0; i < m.Shards; i++ {
-		path := filepath.Join(idxDir, fmt.Sprintf("shard-%02d", i))
-		bi, err := openShard(path, x.mapping, opts)
-		if err != nil && strings.Contains(err.Error(), "timeout") {
-			err = fmt.Errorf("%w (is 'analyzer serve' or 'ingest' writing it? use the UI and API of serve instead)", err)
-		}
+		s, err := x.openShard(filepath.Join(idxDir, fmt.Sprintf("shard-%02d", i)), i)
 		if err != nil {
 			for _, s := range x.shards {
-				s.idx.Close()
+				s.bl.Close()
+				s.store.close(false)
 			}
 			return nil, fmt.Errorf("open index shard %d: %w", i, err)
 		}
-		s := &shard{x: x, n: i, idx: bi, in: make(chan shardOp, opts.BatchSize), done: make(chan struct{})}
 		x.shards = append(x.shards, s)
-		members = append(members, bi)
 	}
-	x.alias = bleve.NewIndexAlias(members...)
+	for _, r := range x.replaced {
+		x.markDead(r)
+	}
+	x.replaced = nil
 	if err := x.loadFindings(); err != nil {
 		x.Close()
 		return nil, err
@@ -200,26 +257,94 @@ func Open(dir string, opts Options) (*Index, error) {
 	return x, nil
 }
 
-// Scorch's default merge policy stays: 20 segments per tier and merge
-// instead of 10 rewrote events fewer times and won ~15% at 1.7M events,
-// but at 4.3M it left 205 segments instead of 49, and every batch looks
-// its IDs up in every segment of its shard (re-indexing replaces), which
-// then cost more than the merges saved: 10.2k vs 10.9k events per
-// CPU-second, and slower queries.
-func openShard(path string, im mapping.IndexMapping, opts Options) (bleve.Index, error) {
+// openShard opens a shard's Bleve index and reads its chunk store's
+// headers into the catalog. Blocks past the last one Bleve has (a crash
+// after the store was written, before the batch was) are cut off.
+//
+// Scorch's default merge policy stays: block documents are few (one per
+// 63 records), so segments stay small.
+func (x *Index) openShard(path string, n int) (*shard, error) {
+	opts := x.opts
+	bpath := filepath.Join(path, "bleve")
 	// When a writer (serve, ingest) holds the shard's lock, readers and
 	// other writers alike fail after a moment instead of waiting forever.
 	cfg := map[string]interface{}{"unsafe_batch": !opts.Safe, "bolt_timeout": "3s"}
 	if opts.ReadOnly {
 		cfg = map[string]interface{}{"read_only": true, "bolt_timeout": "3s"}
 	}
-	if _, err := os.Stat(filepath.Join(path, "index_meta.json")); err == nil {
-		return bleve.OpenUsing(path, cfg)
+	var bl bleve.Index
+	var err error
+	if _, serr := os.Stat(filepath.Join(bpath, "index_meta.json")); serr == nil {
+		bl, err = bleve.OpenUsing(bpath, cfg)
+	} else if opts.ReadOnly {
+		return nil, fmt.Errorf("%s: %w", bpath, fs.ErrNotExist)
+	} else {
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			return nil, err
+		}
+		bl, err = bleve.NewUsing(bpath, x.mapping, bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, cfg)
 	}
-	if opts.ReadOnly {
-		return nil, fmt.Errorf("%s: %w", path, fs.ErrNotExist)
+	if err != nil {
+		if strings.Contains(err.Error(), "timeout") {
+			err = fmt.Errorf("%w (is 'analyzer serve' or 'ingest' writing it? use the UI and API of serve instead)", err)
+		}
+		return nil, err
 	}
-	return bleve.NewUsing(path, im, bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, cfg)
+	s := &shard{x: x, n: n, bl: bl, blCfg: cfg, path: bpath, in: make(chan shardOp, 4096), done: make(chan struct{})}
+	upto := s.upto()
+	spath := filepath.Join(path, storeFile)
+	end, err := scanStore(spath, func(d decodedHeader) error {
+		if d.meta.seq != uint64(len(s.blocks))+1 || opts.ReadOnly && d.meta.seq > upto {
+			return errStop
+		}
+		m := d.meta
+		m.key = x.tab.key(d.key)
+		for i, name := range d.levels {
+			m.levels[i].v = x.tab.val(name)
+		}
+		for i, name := range d.sources {
+			m.sources[i].v = x.tab.val(name)
+		}
+		for _, id := range m.ids {
+			x.ids.insert(id)
+		}
+		x.noteBlock(n, &m, d.key)
+		x.replaced = append(x.replaced, d.replaces...)
+		s.blocks = append(s.blocks, &m)
+		x.indexed.Add(uint64(m.n))
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		bl.Close()
+		return nil, err
+	}
+	if len(s.blocks) > 0 {
+		last := s.blocks[len(s.blocks)-1]
+		end = last.frameOff + int64(last.frameLen)
+	} else {
+		end = 0
+	}
+	if s.store, err = openStore(spath, end, opts.ReadOnly); err != nil {
+		bl.Close()
+		return nil, err
+	}
+	// Blocks the store has beyond Bleve's (a crash before the batch that
+	// held them was persisted) are indexed again from their records; read
+	// only, they are left out. Blocks Bleve has beyond the store (a power
+	// loss after Bleve synced, before the page cache reached the store)
+	// are never searched: their numbers are taken again, which replaces
+	// them.
+	s.nextSeq = uint64(len(s.blocks))
+	if !opts.ReadOnly && upto < s.nextSeq {
+		x.log.Warn("index: indexing again blocks the last run stored but did not index", "shard", n,
+			"blocks", s.nextSeq-upto)
+		if err := s.reindex(s.blocks[upto:]); err != nil {
+			s.store.close(false)
+			bl.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 func readMeta(idxDir string) (meta, error) {
@@ -243,17 +368,11 @@ func (x *Index) Dir() string { return x.dir }
 // Mapping returns the index mapping (for tools that inspect it).
 func (x *Index) Mapping() mapping.IndexMapping { return x.mapping }
 
-// shardFor routes an ID to a shard; stable across runs for a given count.
-func (x *Index) shardFor(id string) *shard {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return x.shards[h.Sum32()%uint32(len(x.shards))]
-}
-
-// Add queues an event for indexing; its document ID is the record ID, so
-// adding the same record again replaces it. Add blocks when the writers are
-// behind (back-pressure) and returns an error only on a closed or read-only
-// index or an event without ID. Indexing errors are logged and counted.
+// Add queues an event for indexing. Its record ID identifies it: adding a
+// record that is indexed (or queued) already leaves it out, so re-ingesting
+// or a replay never duplicates. Add blocks when the writers are behind
+// (back-pressure, a full disk included) and returns an error only on a
+// closed or read-only index or an event without ID.
 func (x *Index) Add(ev *parsers.Event) error {
 	if x.opts.ReadOnly {
 		return ErrReadOnly
@@ -261,17 +380,180 @@ func (x *Index) Add(ev *parsers.Event) error {
 	if ev.ID == "" {
 		return errors.New("index: event without record ID")
 	}
-	// Building the document here spreads that work over the callers.
-	doc := x.builder.build(ev)
-	s := x.shardFor(ev.ID)
+	return x.addHit(HitFromEvent(ev), ev.FileID)
+}
+
+// addHit is Add of an event rendered as a hit, of the file fileID.
+func (x *Index) addHit(h Hit, fileID string) error {
+	if h.Lines <= 1 {
+		h.Lines = 0 // one line is the norm; the hit omits it
+	}
+	key := x.tab.key(streamKeyOf(&h, fileID))
+	x.addMu.Lock()
+	var replaces *recordRef
+	if x.ids.add(idHash(h.ID)) {
+		// Maybe indexed already: the same record again is left out, a
+		// new version of it (the same ID, other fields: a newer parser)
+		// replaces it.
+		ref, old, found, queued := x.lookup(&h, fileID)
+		if found && (queued || sameRecord(&old, &h)) {
+			x.addMu.Unlock()
+			x.dups.Add(1)
+			return nil
+		}
+		if found {
+			replaces = &ref
+		}
+	}
+	x.pendMu.Lock()
+	x.pending[h.ID] = struct{}{}
+	x.pendMu.Unlock()
+	r := x.routes[key]
+	if r == nil {
+		f := fnv.New32a()
+		f.Write([]byte(h.File))
+		f.Write([]byte(h.Node))
+		r = &route{shard: int(f.Sum32() % uint32(len(x.shards)))}
+		x.routes[key] = r
+	}
+	s := x.shards[r.shard]
+	if r.count++; r.count == blockCap*frameBlocks {
+		r.count, r.shard = 0, (r.shard+1)%len(x.shards)
+	}
+	x.addMu.Unlock()
 	select {
-	case s.in <- shardOp{doc: doc}:
+	case s.in <- shardOp{hit: &h, key: key, replaces: replaces}:
 		x.added.Add(1)
-		x.widenBounds(eventTime(ev))
 		return nil
 	case <-s.done:
-		return errors.New("index: closed")
+		return errClosed
 	}
+}
+
+// lookup finds a record indexed (or queued) already. queued: it is not
+// searchable yet (and cannot be replaced).
+func (x *Index) lookup(h *Hit, fileID string) (ref recordRef, old Hit, found, queued bool) {
+	id := h.ID
+	x.pendMu.Lock()
+	_, queued = x.pending[id]
+	x.pendMu.Unlock()
+	if queued {
+		return ref, old, true, true
+	}
+	var err error
+	if fileID != "" && id == parsers.RecordID(h.Node, fileID, h.Offset) {
+		// The record is at its offset in its file: a block or two to read.
+		ref, old, found, err = x.locateAt(context.Background(), fileRef{h.Node, fileID}, h.Offset, id)
+	} else {
+		ref, old, found, err = x.locate(context.Background(), id)
+	}
+	if err != nil {
+		x.log.Warn("index: looking up a record added again", "id", id, "err", err)
+	}
+	return ref, old, found, false
+}
+
+// fileRef is a file: its node and identity, what its records' IDs derive
+// from (parsers.RecordID).
+type fileRef struct{ node, fileID string }
+
+// fileBlock is a block of a file and the offsets its records span.
+type fileBlock struct {
+	shard          int
+	seq            uint64
+	minOff, maxOff int64
+}
+
+// fileBlocks are a file's blocks as published; sorted while each starts
+// past the one before (a file read in order).
+type fileBlocks struct {
+	blocks []fileBlock
+	sorted bool
+}
+
+// noteBlock records a published block of shard under its file.
+func (x *Index) noteBlock(shard int, m *blockMeta, k streamKey) {
+	if k.FileID == "" {
+		return
+	}
+	x.filesMu.Lock()
+	defer x.filesMu.Unlock()
+	f := x.files[fileRef{k.Node, k.FileID}]
+	if f == nil {
+		f = &fileBlocks{sorted: true}
+		x.files[fileRef{k.Node, k.FileID}] = f
+	}
+	if n := len(f.blocks); n > 0 && m.minOff <= f.blocks[n-1].maxOff {
+		f.sorted = false
+	}
+	f.blocks = append(f.blocks, fileBlock{shard: shard, seq: m.seq, minOff: m.minOff, maxOff: m.maxOff})
+}
+
+// locateAt finds the record of a file at an offset with ID id: the blocks
+// whose offsets span it are read, when one of its records has id's hash.
+func (x *Index) locateAt(ctx context.Context, ref fileRef, off int64, id string) (recordRef, Hit, bool, error) {
+	x.filesMu.Lock()
+	f := x.files[ref]
+	var cands []fileBlock
+	if f != nil {
+		bs := f.blocks
+		if f.sorted {
+			// The first block ending at or after off, and those after it that
+			// start at or before it.
+			i, _ := slices.BinarySearchFunc(bs, off, func(b fileBlock, off int64) int { return cmp.Compare(b.maxOff, off) })
+			bs = bs[i:]
+		}
+		for _, b := range bs {
+			if f.sorted && b.minOff > off {
+				break
+			}
+			if b.minOff <= off && off <= b.maxOff {
+				cands = append(cands, b)
+			}
+		}
+	}
+	x.filesMu.Unlock()
+	h32 := idHash(id)
+	for _, c := range cands {
+		s := x.shards[c.shard]
+		s.mu.RLock()
+		m := s.blocks[c.seq-1]
+		s.mu.RUnlock()
+		if ref, h, ok, err := s.findIn(m, h32, id); err != nil || ok {
+			return ref, h, ok, err
+		}
+	}
+	return recordRef{}, Hit{}, false, ctxErr(ctx)
+}
+
+// markDead marks a record replaced by a newer version.
+func (x *Index) markDead(r recordRef) {
+	if r.shard < 0 || r.shard >= len(x.shards) {
+		return
+	}
+	s := x.shards[r.shard]
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if r.seq == 0 || r.seq > uint64(len(s.blocks)) || r.slot < 0 || r.slot >= blockCap {
+		return
+	}
+	atomic.OrUint64(&s.blocks[r.seq-1].dead, 1<<r.slot)
+}
+
+// sameRecord reports whether two records store alike.
+func sameRecord(a, b *Hit) bool {
+	return string(appendRecord(nil, a)) == string(appendRecord(nil, b))
+}
+
+// published is told of blocks searchable now.
+func (x *Index) published(blocks []*sealed) {
+	x.pendMu.Lock()
+	for _, b := range blocks {
+		for _, id := range b.recIDs {
+			delete(x.pending, id)
+		}
+	}
+	x.pendMu.Unlock()
 }
 
 // Flush waits until every event added before the call is searchable.
@@ -285,7 +567,7 @@ func (x *Index) Flush(ctx context.Context) error {
 		select {
 		case s.in <- shardOp{flushed: acks[i]}:
 		case <-s.done:
-			return errors.New("index: closed")
+			return errClosed
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -309,9 +591,17 @@ func (x *Index) Close() error {
 		for _, s := range x.shards {
 			if !x.opts.ReadOnly {
 				close(s.in)
-				<-s.done
 			}
-			if err := s.idx.Close(); err != nil {
+		}
+		for _, s := range x.shards {
+			if !x.opts.ReadOnly {
+				<-s.done
+				s.persist()
+			}
+			if err := s.store.close(!x.opts.ReadOnly); err != nil {
+				errs = append(errs, fmt.Errorf("close shard %d: %w", s.n, err))
+			}
+			if err := s.bl.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("close shard %d: %w", s.n, err))
 			}
 		}
@@ -323,24 +613,32 @@ func (x *Index) Close() error {
 
 // Stats are counters for /metrics and progress output.
 type Stats struct {
-	Added   uint64 `json:"added"`   // events accepted by Add
-	Indexed uint64 `json:"indexed"` // events in executed batches
-	Batches uint64 `json:"batches"`
-	Errors  uint64 `json:"errors"` // failed batches
-	Shards  int    `json:"shards"`
+	Added      uint64 `json:"added"`      // events accepted by Add
+	Duplicates uint64 `json:"duplicates"` // of those, left out as indexed already
+	Indexed    uint64 `json:"indexed"`    // events in executed batches
+	Batches    uint64 `json:"batches"`
+	Errors     uint64 `json:"errors"` // failed batch attempts (each is retried)
+	Shards     int    `json:"shards"`
+	// Stalled, when not empty, says why writes are waiting (a full
+	// disk): they are retried until they succeed.
+	Stalled string `json:"stalled,omitempty"`
 }
 
 // Stats returns the writer's counters.
 func (x *Index) Stats() Stats {
-	return Stats{Added: x.added.Load(), Indexed: x.indexed.Load(), Batches: x.batches.Load(),
-		Errors: x.errs.Load(), Shards: len(x.shards)}
+	return Stats{Added: x.added.Load() + x.dups.Load(), Duplicates: x.dups.Load(), Indexed: x.indexed.Load() + x.dups.Load(),
+		Batches: x.batches.Load(), Errors: x.errs.Load(), Shards: len(x.shards), Stalled: x.stallReason()}
 }
 
-// DocCount returns the number of documents in all shards.
+// DocCount returns the number of events in the index.
 func (x *Index) DocCount() (uint64, error) {
-	n, err := x.alias.DocCount()
-	if err != nil {
-		return 0, fmt.Errorf("index doc count: %w", err)
+	var n uint64
+	for _, s := range x.shards {
+		s.mu.RLock()
+		for _, b := range s.blocks {
+			n += uint64(bits.OnesCount64(b.live()))
+		}
+		s.mu.RUnlock()
 	}
 	return n, nil
 }

@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,7 +12,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/document"
+	bindex "github.com/blevesearch/bleve_index_api"
 	"github.com/faultline/faultline/finding"
+	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
 )
 
@@ -442,5 +447,111 @@ func TestOpenRefusesOldVersion(t *testing.T) {
 		if _, err := Open(dir, Options{ReadOnly: ro}); err == nil || !strings.Contains(err.Error(), "re-ingest") {
 			t.Errorf("read-only %v: open of a version 1 index: %v, want an error saying re-ingest", ro, err)
 		}
+	}
+}
+
+// TestMigratesVersion3: an index of version 3 (each event a Bleve
+// document whose stored field "event" is its blob) is migrated when a
+// writer opens it, saying so, and then finds what it held; a reader is
+// refused with a message naming the way.
+func TestMigratesVersion3(t *testing.T) {
+	dir := t.TempDir()
+	evs := seedEvents()
+	for i := range 300 {
+		evs = append(evs, ev("spark-3", "old.log", i+1, i, parsers.SourceVLLM, parsers.LevelInfo, fmt.Sprintf("old event %d", i)))
+	}
+	for sh := range 2 {
+		path := filepath.Join(dir, "index", fmt.Sprintf("shard-%02d", sh))
+		bl, err := bleve.NewUsing(path, bleve.NewIndexMapping(), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := bl.NewBatch()
+		for i, e := range evs {
+			if i%2 != sh {
+				continue
+			}
+			h := HitFromEvent(e)
+			doc := document.NewDocument(e.ID)
+			doc.AddField(document.NewTextFieldWithIndexingOptions("event", nil, encodeHit(nil, &h), bindex.StoreField))
+			if err := b.IndexAdvanced(doc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := bl.Batch(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := bl.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index", "meta.json"), []byte(`{"shards": 2, "version": 3}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "migrates it") {
+		t.Errorf("read-only open of a version 3 index: %v, want an error saying how it migrates", err)
+	}
+	var logs testutil.Buffer
+	x, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if !strings.Contains(logs.String(), "migrating") || !strings.Contains(logs.String(), "migrated") {
+		t.Errorf("migration not logged: %s", logs.String())
+	}
+	if n, _ := x.DocCount(); n != uint64(len(evs)) {
+		t.Errorf("%d events after the migration, want %d", n, len(evs))
+	}
+	res, err := x.Search(context.Background(), Query{Text: "node:192.168.200.12", Size: 10})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Message != evs[2].Message {
+		t.Errorf("search after the migration: %+v %v", res.Hits, err)
+	}
+	h, ok, err := x.Get(context.Background(), evs[7].ID)
+	if err != nil || !ok || h.Fields["interface"] != "enp1s0f0np0" || h.Line != evs[7].Line {
+		t.Errorf("get after the migration: %+v %v %v", h, ok, err)
+	}
+	for _, old := range []string{"index.v3", "index.migrating"} {
+		if _, err := os.Stat(filepath.Join(dir, old)); err == nil {
+			t.Errorf("%s left behind", old)
+		}
+	}
+}
+
+// TestBleveRebuiltFromTheChunkStore: the chunk store is what holds the
+// records; a shard whose Bleve index lost batches (a crash before they
+// were persisted: here, all of them) is indexed again from it at the next
+// open, and finds everything by its terms again.
+func TestBleveRebuiltFromTheChunkStore(t *testing.T) {
+	dir := t.TempDir()
+	x, err := Open(dir, Options{Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*parsers.Event
+	genEvents(21, 5000, nil, func(e *parsers.Event) { evs = append(evs, e) })
+	addAll(t, x, evs)
+	want, err := x.Search(context.Background(), Query{Text: "RayActorError OR enp1s0f0np0", Size: -1, Facets: true})
+	if err != nil || want.Total == 0 {
+		t.Fatalf("%+v %v", want, err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "index", "shard-01", "bleve")); err != nil {
+		t.Fatal(err)
+	}
+	var logs testutil.Buffer
+	x, err = Open(dir, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if !strings.Contains(logs.String(), "indexing again") {
+		t.Errorf("no word of the blocks indexed again: %s", logs.String())
+	}
+	got, err := x.Search(context.Background(), Query{Text: "RayActorError OR enp1s0f0np0", Size: -1, Facets: true})
+	if err != nil || got.Total != want.Total || !slices.Equal(got.Facets[FieldNode], want.Facets[FieldNode]) {
+		t.Errorf("after the rebuild: %d hits %v, want %d %v (err %v)", got.Total, got.Facets[FieldNode], want.Total, want.Facets[FieldNode], err)
 	}
 }

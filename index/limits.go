@@ -4,14 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp/syntax"
-	"strings"
 	"time"
-
-	"github.com/blevesearch/bleve/v2/mapping"
-	"github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/searcher"
-	bindex "github.com/blevesearch/bleve_index_api"
 )
 
 // Limits that keep one query from taking the server down.
@@ -20,11 +13,11 @@ const (
 	DefaultSearchTimeout = 5 * time.Second
 	// MaxTermExpansion is how many index terms one regexp or wildcard term
 	// may stand for, per shard. /.*/ stands for every word ever logged:
-	// Bleve would gather them all (6 GB for 600k events) before searching.
+	// gathering them all took 6 GB for 600k events.
 	MaxTermExpansion = 10000
-	// MaxResultWindow bounds from+size: a page that deep keeps every hit
-	// before it in a heap (from=599000 took 9.5 s and hundreds of MB); past
-	// it, the query is narrowed instead (a time range, filters).
+	// MaxResultWindow bounds from+size: a page that deep holds every hit
+	// before it (from=599000 took 9.5 s and hundreds of MB); past it, the
+	// query is narrowed instead (a time range, filters) or paged by cursor.
 	MaxResultWindow = 50000
 )
 
@@ -57,80 +50,14 @@ func (x *Index) deadlineError(ctx context.Context, err error) error {
 	return err
 }
 
-// expandQuery is a regexp or wildcard term whose expansion into index terms
-// is bounded (MaxTermExpansion) and stops when ctx ends: Bleve's own regexp
-// searcher gathers every matching term, however many, before it checks any
-// limit or the context.
-type expandQuery struct {
-	field   string
-	pattern string // Go regexp matching whole terms
-	display string // as the user typed it
-	boost   float64
-}
-
-func newRegexpQuery(field, re string) *expandQuery {
-	// Terms are matched whole; a leading ^ is implied (Bleve drops it too).
-	return &expandQuery{field: field, pattern: strings.TrimPrefix(re, "^"), display: "/" + re + "/", boost: 1}
-}
-
-func newWildcardQuery(field, w string) *expandQuery {
-	var b strings.Builder
-	for _, r := range w {
-		switch r {
-		case '*':
-			b.WriteString(".*")
-		case '?':
-			b.WriteString(".")
-		default:
-			b.WriteString(syntaxQuote(r))
-		}
+// ctxErr is ctx.Err(), or the deadline's error as soon as it has passed
+// (a context's timer may fire a moment after its deadline).
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return &expandQuery{field: field, pattern: b.String(), display: w, boost: 1}
-}
-
-func syntaxQuote(r rune) string {
-	s := string(r)
-	if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
-		return `\` + s
-	}
-	return s
-}
-
-// Validate reports a pattern that does not compile before any search.
-func (q *expandQuery) Validate() error {
-	if _, err := syntax.Parse(q.pattern, syntax.Perl); err != nil {
-		return fmt.Errorf("query: %s: %w", q.display, err)
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
 	}
 	return nil
-}
-
-func (q *expandQuery) Searcher(ctx context.Context, r bindex.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
-	ir, ok := r.(bindex.IndexReaderRegexp)
-	if !ok {
-		return nil, fmt.Errorf("query: %s: this index cannot expand patterns", q.display)
-	}
-	dict, _, err := ir.FieldDictRegexpAutomaton(q.field, q.pattern)
-	if err != nil {
-		return nil, fmt.Errorf("query: %s: %w", q.display, err)
-	}
-	defer dict.Close()
-	var terms []string
-	for n := 0; ; n++ {
-		if n%1024 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		t, err := dict.Next()
-		if err != nil {
-			return nil, fmt.Errorf("query: %s: %w", q.display, err)
-		}
-		if t == nil {
-			break
-		}
-		if len(terms) == MaxTermExpansion {
-			return nil, fmt.Errorf("%w: %s matches more than %d different words; make it more specific (a longer literal part, no leading wildcard) or add filters",
-				ErrQueryTooBroad, q.display, MaxTermExpansion)
-		}
-		terms = append(terms, t.Term)
-	}
-	return searcher.NewMultiTermSearcher(ctx, r, terms, q.field, q.boost, options, true)
 }

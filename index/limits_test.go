@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,4 +106,85 @@ func TestDeepPageIsRefused(t *testing.T) {
 	if err != nil || len(res.Hits) != 10 {
 		t.Errorf("last page: %d hits, err %v; want 10", len(res.Hits), err)
 	}
+}
+
+// TestPagesAtTheDeadline: a search that meets its deadline fails saying
+// so, whatever it was doing (counting, checking records against a
+// pattern, ordering a page after a cursor), and never answers a shorter
+// page or one without its next cursor as if it were complete (issue 27:
+// the cursor path once ignored the shards that stopped at the deadline, and
+// a walk ended silently); under a running ingest the deadline still holds.
+func TestPagesAtTheDeadline(t *testing.T) {
+	x, evs := limitsIndex(t, Options{Shards: 2, FlushInterval: 10 * time.Millisecond})
+	ctx := context.Background()
+	queries := []Query{{Text: "req", Size: 500}, {Text: "/ab.*/", Size: 20}, {Text: "worker -7ms", Size: 1000, Sort: "time"}}
+	// Cursors into the middle of each query's hits, found without deadline.
+	for i := range queries {
+		res, err := x.Search(ctx, queries[i])
+		if err != nil || res.Next == "" {
+			t.Fatalf("%+v: %v, next %q", queries[i], err, res.Next)
+		}
+		queries[i].After = res.Next
+	}
+	want := map[int]Result{}
+	for i, q := range queries {
+		res, err := x.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = res
+	}
+	// Keep indexing meanwhile: other events, on another node.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			e := ev("spark-9", "load.log", i+1, i%3600, parsers.SourceVLLM, parsers.LevelInfo, fmt.Sprintf("load %d of the ingest", i))
+			if err := x.Add(e); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	var slowest time.Duration
+	errs, full := 0, 0
+	for _, timeout := range []time.Duration{time.Microsecond, 50 * time.Microsecond, 200 * time.Microsecond, time.Millisecond,
+		3 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond, time.Second} {
+		x.opts.SearchTimeout = timeout
+		for i, q := range queries {
+			start := time.Now()
+			res, err := x.Search(ctx, q)
+			took := time.Since(start)
+			slowest = max(slowest, took-timeout)
+			if took > timeout+time.Second {
+				t.Errorf("%+v with a %v deadline: answered after %v", q, timeout, took)
+			}
+			if err != nil {
+				if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "deadline") {
+					t.Errorf("%+v with a %v deadline: err %v, want the deadline's", q, timeout, err)
+				}
+				errs++
+				continue
+			}
+			// Events of spark-9 do not match: the page is the one without
+			// a deadline, whole, with its next cursor.
+			w := want[i]
+			if !slices.Equal(ids(res.Hits, false), ids(w.Hits, false)) || res.Next != w.Next || res.Total != w.Total {
+				t.Errorf("%+v with a %v deadline: a page of %d hits (next %q, total %d), want %d (next %q, total %d)",
+					q, timeout, len(res.Hits), res.Next, res.Total, len(w.Hits), w.Next, w.Total)
+			}
+			full++
+		}
+	}
+	if errs == 0 || full == 0 {
+		t.Errorf("%d searches stopped at their deadline, %d answered: want some of each", errs, full)
+	}
+	t.Logf("under ingest: %d searches stopped at the deadline, %d answered; the latest answer came %v after its deadline (%d events)",
+		errs, full, slowest, len(evs))
 }

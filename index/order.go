@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-
-	"github.com/blevesearch/bleve/v2/search"
 )
 
 // The order of hits, shared by every index and by a fan-out that merges
@@ -61,15 +59,7 @@ func CursorAfter(q Query, h Hit) string {
 	if q.Sort != "score" {
 		return timeCursor(q, []Hit{h}).encode()
 	}
-	c := cursor{V: cursorVersion, Hash: queryHash(q), Score: h.Score, ID: h.ID}
-	// The time's sort term, as Bleve sorts by it: missing sorts last,
-	// which descending is its lowest term.
-	if k := keyOf(h); k.timed {
-		c.TimeKey = intTerm(k.ns)
-	} else {
-		c.TimeKey = []byte(search.LowTerm)
-	}
-	return c.encode()
+	return scoreCursor(q, h).encode()
 }
 
 // ArrangePage puts a page of q's hits, in Order, in the order the index

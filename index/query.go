@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/blevesearch/bleve/v2/analysis"
 )
 
 // QuerySyntax documents the language ParseQuery accepts; the CLI help and
@@ -19,6 +20,7 @@ const QuerySyntax = `Terms are matched in the log message exactly as typed, punc
   192.168.200.12   node:192.168.200.12   ray_utils.py   enp1s0f0np0   RayActorError
 A term also matches as part of a longer token: 192.168 finds 192.168.200.12,
 RayActorError finds ray.exceptions.RayActorError. Case does not matter.
+An address (192.168.200.12, 10.1.230.180:6379, node:192.168.200.12) matches that token as written.
   error timeout        all terms must match (AND)
   a b OR c             either (a AND b) or c
   -term  NOT term      exclude
@@ -49,9 +51,23 @@ var fieldKinds = func() map[string]string {
 // level:ERROR still matches.
 var lowerCaseFields = map[string]bool{FieldLevel: true, FieldSource: true, FieldStream: true}
 
-// ParseQuery turns what a user types into a Bleve query over the message
+// Expr is a parsed query: what ParseQuery returns and Search runs.
+type Expr struct{ root node }
+
+// String renders the expression for debugging.
+func (e *Expr) String() string { return fmt.Sprint(e.root) }
+
+// ParseQuery turns what a user types into an expression over the message
 // and the event fields. An empty query matches everything. See QuerySyntax.
-func ParseQuery(s string) (query.Query, error) {
+func ParseQuery(s string) (*Expr, error) {
+	n, err := parseText(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Expr{root: n}, nil
+}
+
+func parseText(s string) (node, error) {
 	if err := checkSyntax(s); err != nil {
 		return nil, err
 	}
@@ -68,10 +84,9 @@ func ParseQuery(s string) (query.Query, error) {
 	}
 	alts = append(alts, cur)
 
-	var groups []query.Query
+	var groups []node
 	for _, alt := range alts {
-		b := bleve.NewBooleanQuery()
-		nMust := 0
+		var must, not []node
 		negate := false
 		for _, t := range alt {
 			if t == "NOT" || t == "AND" || t == "&&" {
@@ -94,22 +109,21 @@ func ParseQuery(s string) (query.Query, error) {
 				continue
 			}
 			if neg {
-				b.AddMustNot(q)
+				not = append(not, q)
 			} else {
-				b.AddMust(q)
-				nMust++
+				must = append(must, q)
 			}
 		}
-		if nMust == 0 {
+		if len(must) == 0 {
 			// Only exclusions (or nothing): exclude from everything.
-			b.AddMust(bleve.NewMatchAllQuery())
+			must = append(must, allNode{})
 		}
-		groups = append(groups, b)
+		for _, n := range not {
+			must = append(must, notNode{n})
+		}
+		groups = append(groups, andOf(must...))
 	}
-	if len(groups) == 1 {
-		return groups[0], nil
-	}
-	return bleve.NewDisjunctionQuery(groups...), nil
+	return orOf(groups...), nil
 }
 
 // splitQuery splits at white space outside double quotes; quotes are kept
@@ -172,12 +186,12 @@ func isIPValue(v string) bool {
 	return err == nil
 }
 
-func parseClause(t string) (query.Query, error) {
+func parseClause(t string) (node, error) {
 	if t == "" {
 		return nil, nil
 	}
 	if t == "*" {
-		return bleve.NewMatchAllQuery(), nil
+		return allNode{}, nil
 	}
 	if t[0] != '"' {
 		if name, val, ok := strings.Cut(t, ":"); ok && val != "" {
@@ -190,82 +204,113 @@ func parseClause(t string) (query.Query, error) {
 			}
 		}
 	}
-	return textClause(FieldMessage, t)
+	return textClause(t)
 }
 
 // textClause searches the message for what the user typed.
-func textClause(field, t string) (query.Query, error) {
+func textClause(t string) (node, error) {
 	if s, quoted := unquote(t); quoted {
 		if strings.TrimSpace(s) == "" {
 			return nil, nil
 		}
-		q := bleve.NewMatchPhraseQuery(s)
-		q.SetField(field)
-		return q, nil
+		return phraseOf(s, false), nil
 	}
 	if len(t) > 2 && t[0] == '/' && t[len(t)-1] == '/' {
-		return newRegexpQuery(field, t[1:len(t)-1]), nil
+		return newPattern(FieldMessage, strings.TrimPrefix(t[1:len(t)-1], "^"), t)
 	}
 	if strings.ContainsAny(t, "*?") {
-		return newWildcardQuery(field, strings.ToLower(t)), nil
+		return newPattern(FieldMessage, wildcardRegexp(strings.ToLower(t)), strings.ToLower(t))
 	}
 	if i := strings.LastIndexByte(t, '~'); i > 0 {
 		if d, err := strconv.Atoi(t[i+1:]); err == nil || i == len(t)-1 {
 			if i == len(t)-1 {
 				d = 1
 			}
-			q := bleve.NewFuzzyQuery(strings.ToLower(t[:i]))
-			q.SetFuzziness(min(max(d, 1), 2))
-			q.SetField(field)
-			return q, nil
+			return fuzzyNode{term: strings.ToLower(t[:i]), dist: min(max(d, 1), 2)}, nil
 		}
 	}
 	toks := logTokenizer{}.Tokenize([]byte(t))
 	if len(toks) == 0 {
 		return nil, nil
 	}
-	var q query.Query
-	// A whole IP address (with or without port) is always a token of its
-	// own (a chunk, or a segment between = : / @), so a term query finds
-	// it; a phrase over its parts would walk the postings of "10", "1"...
-	if len(toks) == 1 || field == FieldMessage && isIPValue(t) {
-		if len(toks) > 1 {
-			toks = toks[:1] // the whole chunk comes first
-		}
-		tq := bleve.NewTermQuery(string(toks[0].Term))
-		tq.SetField(field)
-		q = tq
+	var n node
+	// A whole address (an IP, with or without port, node:<ip>) is a token
+	// of its own (a chunk, or a segment between = : / @), and a term
+	// lookup finds it; a phrase over its parts would walk the postings of
+	// "10", "1"...
+	whole := string(toks[0].Term)
+	addr := isIPValue(t) || isAddress(toks[0].Term) && soleChunk(toks)
+	if len(toks) == 1 || addr {
+		n = termNode{term: whole}
 	} else {
-		// Several tokens: the whole chunk and its parts, as a phrase, so that
-		// 192.168 matches the parts 192 168 of 192.168.200.12 in order.
-		pq := bleve.NewMatchPhraseQuery(t)
-		pq.SetField(field)
-		q = pq
+		// Several tokens: the parts as a phrase, so that 192.168 matches
+		// the parts 192 168 of 192.168.200.12 in order.
+		n = phraseOf(t, true)
 	}
-	if field == FieldMessage && isIPValue(t) {
+	if isIPValue(t) {
 		// An address is also in the Ray prefix's ip= field.
-		iq := bleve.NewTermQuery(t)
-		iq.SetField(FieldIP)
-		q = bleve.NewDisjunctionQuery(q, iq)
+		n = orOf(n, kwNode{field: FieldIP, value: t})
 	}
-	return q, nil
+	return n, nil
 }
 
-func fieldClause(field, kind, val string) (query.Query, error) {
+// soleChunk reports whether the first token is the only chunk: every
+// other token lies within it.
+func soleChunk(toks analysis.TokenStream) bool {
+	for _, tk := range toks[1:] {
+		if tk.Start >= toks[0].End {
+			return false
+		}
+	}
+	return true
+}
+
+// phraseOf is the phrase of the tokens of s: the tokens at each position,
+// any of which may stand there. typed marks a single typed token, whose
+// whole chunk, when it is an exact index term, finds most matches at once.
+func phraseOf(s string, typed bool) node {
+	toks := logTokenizer{}.Tokenize([]byte(s))
+	if len(toks) == 0 {
+		return nil
+	}
+	last := 0
+	for _, t := range toks {
+		last = max(last, t.Position)
+	}
+	first := toks[0].Position
+	p := phraseNode{pos: make([][]string, last-first+1)}
+	for _, t := range toks {
+		i := t.Position - first
+		if !slices.Contains(p.pos[i], string(t.Term)) {
+			p.pos[i] = append(p.pos[i], string(t.Term))
+		}
+	}
+	if typed && len(toks) > 1 && soleChunk(toks) {
+		p.whole = string(toks[0].Term)
+	}
+	if len(p.pos) == 1 {
+		var alts []node
+		for _, a := range p.pos[0] {
+			alts = append(alts, termNode{term: a})
+		}
+		return orOf(alts...)
+	}
+	return p
+}
+
+func fieldClause(field, kind, val string) (node, error) {
 	switch kind {
 	case "text":
-		return textClause(FieldMessage, val)
+		return textClause(val)
 	case "keyword":
 		v, quoted := unquote(val)
 		if lowerCaseFields[field] {
 			v = strings.ToLower(v)
 		}
 		if !quoted && strings.ContainsAny(v, "*?") {
-			return newWildcardQuery(field, v), nil
+			return newPattern(field, wildcardRegexp(v), v)
 		}
-		q := bleve.NewTermQuery(v)
-		q.SetField(field)
-		return q, nil
+		return kwNode{field: field, value: v}, nil
 	case "number":
 		op, v := splitOp(val)
 		n, err := strconv.ParseFloat(v, 64)
@@ -289,32 +334,31 @@ func fieldClause(field, kind, val string) (query.Query, error) {
 		default:
 			lo, hi = ceilInt(n), floorInt(n)
 		}
-		return intRangeQuery(field, lo, hi), nil
+		if lo > hi {
+			return noneNode{}, nil
+		}
+		return rangeNode{field: field, lo: lo, hi: hi}, nil
 	case "line":
 		op, v := splitOp(val)
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return nil, fmt.Errorf("query: %s:%s: %q is not a line number", field, val, v)
 		}
-		p := padLine(n)
-		var lo, hi string
-		t, f := true, false
-		loIn, hiIn := &t, &t
+		n = max(n, 0)
+		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 		switch op {
 		case ">":
-			lo, loIn = p, &f
+			lo = int64(n) + 1
 		case ">=":
-			lo = p
+			lo = int64(n)
 		case "<":
-			hi, hiIn = p, &f
+			hi = int64(n) - 1
 		case "<=":
-			hi = p
+			hi = int64(n)
 		default:
-			lo, hi = p, p
+			lo, hi = int64(n), int64(n)
 		}
-		q := bleve.NewTermRangeInclusiveQuery(lo, hi, loIn, hiIn)
-		q.SetField(FieldLine)
-		return q, nil
+		return rangeNode{field: FieldLine, lo: lo, hi: hi}, nil
 	case "time":
 		op, v := splitOp(val)
 		v, _ = unquote(v)
@@ -336,10 +380,46 @@ func fieldClause(field, kind, val string) (query.Query, error) {
 			// A bare time matches its whole second (the precision people type).
 			lo, hi = ts, ts.Add(time.Second)
 		}
-		return timeRangeQuery(lo, hi), nil
+		return timeRange(lo, hi), nil
 	}
 	return nil, fmt.Errorf("query: unknown field %q", field)
 }
+
+// timeRange matches events whose time is in [lo, hi) (zero times are open
+// ends), exactly to the nanosecond; events without a time never match.
+func timeRange(lo, hi time.Time) node {
+	a, b := int64(math.MinInt64), int64(math.MaxInt64)
+	if !lo.IsZero() {
+		a = timeNanos(lo)
+	}
+	if !hi.IsZero() {
+		b = timeNanos(hi)
+		if b == math.MinInt64 {
+			return noneNode{}
+		}
+		b-- // exclusive
+	}
+	if a > b {
+		return noneNode{}
+	}
+	return timeNode{lo: a, hi: b}
+}
+
+// timeNanos converts t for the index, clamping what UnixNano cannot hold.
+func timeNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minNanoTime):
+		return math.MinInt64
+	case t.After(maxNanoTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var (
+	minNanoTime = time.Unix(0, math.MinInt64)
+	maxNanoTime = time.Unix(0, math.MaxInt64)
+)
 
 // ceilInt and floorInt round a bound to an int64, saturating.
 func ceilInt(f float64) int64  { return clampInt(math.Ceil(f)) }
@@ -362,6 +442,34 @@ func splitOp(v string) (string, string) {
 		}
 	}
 	return "", v
+}
+
+// wildcardRegexp turns * and ? into a regexp over a whole term.
+func wildcardRegexp(w string) string {
+	var b strings.Builder
+	for _, r := range w {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	return b.String()
+}
+
+// newPattern is a regexp (or wildcard) matching whole terms of field.
+func newPattern(field, pattern, display string) (node, error) {
+	if _, err := syntax.Parse(pattern, syntax.Perl); err != nil {
+		return nil, fmt.Errorf("query: %s: %w", display, err)
+	}
+	re, err := regexp.Compile(`^(?:` + pattern + `)$`)
+	if err != nil {
+		return nil, fmt.Errorf("query: %s: %w", display, err)
+	}
+	return &patternNode{field: field, pattern: pattern, display: display, re: re}, nil
 }
 
 // timeLayouts are the forms ParseTime accepts besides durations.

@@ -3,118 +3,16 @@ package index
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/blevesearch/bleve/v2/search/query"
-
 	"github.com/faultline/faultline/parsers"
 )
-
-// pieceMatches evaluates one piece of a time range query on a value.
-func pieceMatches(t *testing.T, q query.Query, v int64) bool {
-	t.Helper()
-	level := func(field, term string) (uint, uint64) {
-		if len(term) == 0 {
-			t.Fatalf("empty term in %#v", q)
-		}
-		s := uint(term[0] - 0x20)
-		if (field == FieldTimeSort) != (s == 0) || field != FieldTime && field != FieldTimeSort {
-			t.Fatalf("term of shift %d in field %s", s, field)
-		}
-		var u uint64
-		for _, c := range []byte(term[1:]) {
-			u = u<<7 | uint64(c)
-		}
-		return s, u
-	}
-	u := sortable(v)
-	switch q := q.(type) {
-	case *query.TermQuery:
-		s, b := level(q.FieldVal, q.Term)
-		return u>>s == b
-	case *query.TermRangeQuery:
-		s, lo := level(q.FieldVal, q.Min)
-		s2, hi := level(q.FieldVal, q.Max)
-		if s != s2 || !*q.InclusiveMin || !*q.InclusiveMax || lo >= hi {
-			t.Fatalf("bad range piece %#v", q)
-		}
-		return u>>s >= lo && u>>s <= hi
-	case *query.MatchNoneQuery:
-		return false
-	case edgeFilter:
-		// Buckets of the finest width around [lo, hi], cut to it exactly.
-		var term string
-		switch b := q.buckets.(type) {
-		case *query.TermQuery:
-			term = b.Term
-		case *query.TermRangeQuery:
-			term = b.Min
-		}
-		if s, _ := level(FieldTime, term); s != timeShifts[0] {
-			t.Fatalf("edge filter over buckets of shift %d", s)
-		}
-		if !pieceMatches(t, q.buckets, int64(q.lo^1<<63)) || !pieceMatches(t, q.buckets, int64(q.hi^1<<63)) {
-			t.Fatalf("edge filter's buckets %#v miss its range [%d, %d]", q.buckets, q.lo, q.hi)
-		}
-		return pieceMatches(t, q.buckets, v) && u >= q.lo && u <= q.hi
-	}
-	t.Fatalf("unexpected piece %T", q)
-	return false
-}
-
-// TestTimeRangeSplit checks the decomposition of ranges into bucket and
-// exact pieces against the range itself, near the bucket edges of every
-// width and at the ends of int64.
-func TestTimeRangeSplit(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	base := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC).UnixNano()
-	var points []int64
-	for _, s := range append([]uint{0}, timeShifts...) {
-		edge := base &^ (1<<s - 1)
-		for _, d := range []int64{-2, -1, 0, 1, 2} {
-			points = append(points, edge+d, edge+int64(1)<<s+d)
-		}
-	}
-	for _, d := range []time.Duration{time.Millisecond, time.Second, time.Minute, time.Hour, 24 * time.Hour} {
-		points = append(points, base+int64(d)-1, base+int64(d), base-int64(d))
-	}
-	points = append(points, math.MinInt64, math.MinInt64+1, math.MaxInt64, math.MaxInt64-1, -1, 0, 1)
-	for range 40 {
-		points = append(points, base+r.Int64N(int64(10*24*time.Hour))-int64(5*24*time.Hour))
-	}
-	check := func(lo, hi int64) {
-		q := timeRangeInclusive(lo, hi)
-		pieces := []query.Query{q}
-		if a, ok := q.(anyOf); ok {
-			pieces = a
-		}
-		if len(pieces) > 2*len(timeShifts)+2 {
-			t.Errorf("[%d, %d]: %d pieces", lo, hi, len(pieces))
-		}
-		for _, v := range append(slices.Clone(points), lo-1, lo, lo+1, hi-1, hi, hi+1) {
-			n := 0
-			for _, p := range pieces {
-				if pieceMatches(t, p, v) {
-					n++
-				}
-			}
-			want := v >= lo && v <= hi
-			if n > 1 || (n == 1) != want {
-				t.Fatalf("[%d, %d] matches %d in %d pieces, want %v", lo, hi, v, n, want)
-			}
-		}
-	}
-	for i, a := range points {
-		for _, b := range points[i:] {
-			check(min(a, b), max(a, b))
-		}
-	}
-}
 
 // TestTimeAndNumberRanges compares time and rank queries on an index with
 // a brute-force filter of the events, with bounds on and beside the edges
@@ -298,5 +196,68 @@ func TestTimeSortedPages(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSmallBatchesReadBack indexes events in many small batches, so that
+// many blocks, segments and merges are made, then reads every event back:
+// each stored hit must be its own event's, and each event's unique actor
+// ID (a hex ID, which the index buckets) must find that event and no
+// other.
+func TestSmallBatchesReadBack(t *testing.T) {
+	var evs []*parsers.Event
+	genEvents(11, 4000, nil, func(e *parsers.Event) { evs = append(evs, e) })
+	x := openTest(t, Options{Shards: 2, BatchSize: 64})
+	addAll(t, x, evs)
+	byID := map[string]*parsers.Event{}
+	for _, e := range evs {
+		byID[e.ID] = e
+	}
+	seen := 0
+	after := ""
+	for {
+		res, err := x.Search(context.Background(), Query{Size: 1000, Sort: "time", After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range res.Hits {
+			e := byID[h.ID]
+			if e == nil {
+				t.Fatalf("hit %s is no event", h.ID)
+			}
+			if h.Message != e.Message || h.Node != e.Node || h.Line != e.Line || !h.Time.Equal(e.Time) ||
+				h.Component != e.Component || h.PID != e.PID || !reflect.DeepEqual(h.Fields, e.Fields) {
+				t.Fatalf("hit %s reads %+v, the event was %+v", h.ID, h, e)
+			}
+			seen++
+		}
+		if res.Next == "" {
+			break
+		}
+		after = res.Next
+	}
+	if seen != len(evs) {
+		t.Fatalf("read back %d events of %d", seen, len(evs))
+	}
+	checked := 0
+	for _, e := range evs {
+		_, actor, ok := strings.Cut(e.Message, "actor_id: ")
+		if !ok {
+			continue
+		}
+		actor, _, _ = strings.Cut(actor, " ")
+		res, err := x.Search(context.Background(), Query{Text: actor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total != 1 || res.Hits[0].ID != e.ID {
+			t.Fatalf("%s finds %d hits %v, want only %s", actor, res.Total, ids(res.Hits, false), e.ID)
+		}
+		if checked++; checked == 150 {
+			break
+		}
+	}
+	if checked < 150 {
+		t.Fatalf("only %d events with an actor ID", checked)
 	}
 }

@@ -3,20 +3,14 @@ package index
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/mapping"
-	"github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/query"
-	bindex "github.com/blevesearch/bleve_index_api"
-
-	"github.com/faultline/faultline/parsers"
 )
 
 // Query is a search: what the user typed plus structured filters.
@@ -109,7 +103,8 @@ type Result struct {
 	Hits      []Hit                  `json:"hits"`
 	Facets    map[string][]FacetTerm `json:"facets,omitempty"`
 	Histogram []Bucket               `json:"histogram,omitempty"`
-	// Errors of shards that failed; the other shards' hits are still there.
+	// Errors is kept for clients of earlier versions: a shard that fails
+	// now fails the whole search, so it is always empty.
 	Errors []string `json:"errors,omitempty"`
 	// Next is the cursor of the page after this one (Query.After); empty
 	// on the last page.
@@ -122,28 +117,18 @@ type Result struct {
 // FacetFields are the fields Query.Facets counts.
 var FacetFields = []string{FieldNode, FieldContainer, FieldSource, FieldLevel}
 
-// storedFields are loaded for each hit: the one stored value.
-var storedFields = []string{FieldEvent}
+// facetSize is the number of terms returned per facet field.
+const facetSize = 50
 
-// BuildQuery returns the Bleve query of q: the parsed text with the
-// filters. Unless q sorts by score, it is one flat conjunction of the
-// text's required clauses and the filters: with scores off, Bleve then
-// intersects the clauses' postings as bitmaps per segment instead of
-// stepping through nested searchers hit by hit (a one-minute range with
-// two filters over 865k events: 31 -> 15 ms, with anyOf). Sorted by score,
-// the filters are a non-scoring clause.
-func BuildQuery(q Query) (query.Query, error) { return buildQuery(q, false) }
-
-// buildQuery is BuildQuery for an index that is partitioned or not (see
-// partitionQuery).
-func buildQuery(q Query, partitioned bool) (query.Query, error) {
-	text, err := ParseQuery(q.Text)
+// queryNode is the expression of q: its text AND its filters.
+func queryNode(q Query) (node, error) {
+	text, err := parseText(q.Text)
 	if err != nil {
 		return nil, err
 	}
-	var filters []query.Query
-	addTerms := func(field string, vals []string) {
-		var qs []query.Query
+	parts := []node{text}
+	filter := func(field string, vals []string) {
+		var alts []node
 		for _, v := range vals {
 			if v == "" {
 				continue
@@ -151,98 +136,32 @@ func buildQuery(q Query, partitioned bool) (query.Query, error) {
 			if lowerCaseFields[field] {
 				v = strings.ToLower(v)
 			}
-			t := bleve.NewTermQuery(v)
-			t.SetField(field)
-			qs = append(qs, t)
+			alts = append(alts, kwNode{field: field, value: v})
 		}
-		switch len(qs) {
-		case 0:
-		case 1: // a disjunction of one would hide the term from the bitmap path
-			filters = append(filters, qs[0])
-		default:
-			filters = append(filters, bleve.NewDisjunctionQuery(qs...))
+		if len(alts) > 0 {
+			parts = append(parts, orOf(alts...))
 		}
 	}
-	addTerms(FieldNode, q.Nodes)
-	addTerms(FieldContainer, q.Containers)
-	addTerms(FieldSource, q.Sources)
-	addTerms(FieldLevel, q.Levels)
-	addTerms(FieldFile, q.Files)
+	filter(FieldNode, q.Nodes)
+	filter(FieldContainer, q.Containers)
+	filter(FieldSource, q.Sources)
+	filter(FieldLevel, q.Levels)
+	filter(FieldFile, q.Files)
 	if !q.Since.IsZero() || !q.Until.IsZero() {
-		filters = append(filters, timeRangeQuery(q.Since, q.Until))
+		parts = append(parts, timeRange(q.Since, q.Until))
 	}
 	if q.Partitions != nil {
-		filters = append(filters, partitionQuery(q.Partitions, partitioned))
-	}
-	if q.Sort != "score" {
-		return and(append([]query.Query{text}, filters...)...), nil
-	}
-	b := bleve.NewBooleanQuery()
-	b.AddMust(text)
-	if len(filters) > 0 {
-		// BooleanQuery holds a single filter, so the filters are AND-ed here.
-		b.AddMust(filterQuery{bleve.NewConjunctionQuery(filters...)})
-	}
-	return b, nil
-}
-
-// and is the conjunction of qs as one flat conjunction of their required
-// clauses (see requiredClauses).
-func and(qs ...query.Query) query.Query {
-	var clauses []query.Query
-	for _, q := range qs {
-		clauses = requiredClauses(q, clauses)
-	}
-	if len(clauses) > 1 { // everything AND-ed with the rest is no clause
-		clauses = slices.DeleteFunc(clauses, func(c query.Query) bool {
-			_, all := c.(*query.MatchAllQuery)
-			return all
-		})
-	}
-	if len(clauses) == 1 {
-		return clauses[0]
-	}
-	return bleve.NewConjunctionQuery(clauses...)
-}
-
-// requiredClauses appends the clauses q requires, looking through
-// conjunctions and Boolean queries that only require: the leaves of a
-// flat conjunction.
-func requiredClauses(q query.Query, out []query.Query) []query.Query {
-	switch q := q.(type) {
-	case *query.ConjunctionQuery:
-		if q.BoostVal == nil {
-			for _, c := range q.Conjuncts {
-				out = requiredClauses(c, out)
-			}
-			return out
+		if len(q.Partitions) == 0 {
+			return noneNode{}, nil
 		}
-	case *query.BooleanQuery:
-		if q.Must != nil && q.Should == nil && q.MustNot == nil && q.Filter == nil && q.BoostVal == nil {
-			return requiredClauses(q.Must, out)
-		}
+		parts = append(parts, partNode{parts: slices.Clone(q.Partitions)})
 	}
-	return append(out, q)
-}
-
-// filterQuery matches what q matches and adds nothing to the score. It
-// stands for Bleve's BooleanQuery filter, which checks every hit of the
-// scored part against the filter: an empty or broad query then walks
-// millions of events (a one-minute range over 4.3M events: 350 ms). As
-// one side of a conjunction, the rarer side leads and the other skips
-// ahead.
-type filterQuery struct{ q query.Query }
-
-func (f filterQuery) Searcher(ctx context.Context, i bindex.IndexReader, m mapping.IndexMapping,
-	options search.SearcherOptions) (search.Searcher, error) {
-	options.Score = "none"
-	options.IncludeTermVectors = false
-	options.Explain = false
-	return f.q.Searcher(ctx, i, m, options)
+	return andOf(parts...), nil
 }
 
 // Search runs q over all shards, within the search timeout and until ctx
-// ends (an HTTP client that went away).
+// ends (an HTTP client that went away). Any shard's error fails the
+// search: a page is never cut short silently.
 func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	ctx, cancel := x.withDeadline(ctx)
 	defer cancel()
@@ -253,9 +172,83 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	return res, nil
 }
 
+// found is the hits of one shard: a mask per block of its view.
+type found struct {
+	v    *view
+	hits []uint64
+	// leaves are the masks of the query's scored leaves (sort=score).
+	leaves [][]uint64
+}
+
+// views opens a view of every shard; close them with closeViews.
+func (x *Index) views() ([]*view, error) {
+	vs := make([]*view, 0, len(x.shards))
+	for _, s := range x.shards {
+		v, err := s.view()
+		if err != nil {
+			closeViews(vs)
+			return nil, err
+		}
+		vs = append(vs, v)
+	}
+	return vs, nil
+}
+
+func closeViews(vs []*view) {
+	for _, v := range vs {
+		v.close()
+	}
+}
+
+// find evaluates root on every view in parallel.
+func (x *Index) find(ctx context.Context, vs []*view, root node, scored []node) ([]found, error) {
+	out := make([]found, len(vs))
+	errs := make([]error, len(vs))
+	var wg sync.WaitGroup
+	for i, v := range vs {
+		wg.Go(func() {
+			p := &plan{ctx: ctx, v: v}
+			s, err := p.eval(root)
+			if err == nil {
+				err = p.verify(root, &s)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("shard %d: %w", v.sh.n, err)
+				return
+			}
+			for j, b := range v.blocks {
+				s.sure[j] &= b.live()
+			}
+			out[i] = found{v: v, hits: s.sure}
+			for _, leaf := range scored {
+				ls, err := p.eval(leaf)
+				if err != nil {
+					errs[i] = fmt.Errorf("shard %d: %w", v.sh.n, err)
+					return
+				}
+				m := ls.sure
+				if ls.maybe != nil {
+					for j := range m {
+						m[j] |= ls.maybe[j]
+					}
+				}
+				out[i].leaves = append(out[i].leaves, m)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		if err := ctxErr(ctx); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	return out, nil
+}
+
 func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	start := time.Now()
-	bq, err := buildQuery(q, x.opts.Partitioned)
+	root, err := queryNode(q)
 	if err != nil {
 		return Result{}, err
 	}
@@ -263,46 +256,38 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	from := max(q.From, 0)
-	var sortBy []string
-	switch q.Sort {
-	// No _id tie-breaker (an ID lookup per hit): pages in time order put
-	// only the ties at their edges in ID order (canonical).
-	case "", "-time":
-		sortBy = []string{"-" + FieldTimeSort}
-	case "time":
-		sortBy = []string{FieldTimeSort}
-	case "score":
-		sortBy = []string{"-_score", "-" + FieldTimeSort, "_id"}
-	}
 	var after *cursor
 	if q.After != "" && size > 0 { // counts alone (the timeline's) have no page to start
 		if after, err = decodeCursor(q.After, q); err != nil {
 			return Result{}, err
 		}
 	}
-	// A page in time order is found apart from the count (see timePage):
-	// the first request only counts.
-	byTime := size > 0 && q.Sort != "score"
-	// One hit more than the page tells whether another page follows.
-	fetch := size
-	if size > 0 {
-		fetch++
+	vs, err := x.views()
+	if err != nil {
+		return Result{}, err
 	}
-	req := x.request(bq, q, fetch, from, sortBy)
-	if byTime {
-		req.Size, req.From, req.Sort = 0, 0, nil
-	} else if after != nil && size > 0 {
-		req.SearchAfter = after.searchAfter()
+	defer closeViews(vs)
+	var scored []node
+	if q.Sort == "score" && size > 0 {
+		scored = scoredLeaves(root)
 	}
-	var buckets []Bucket
+	fs, err := x.find(ctx, vs, root, scored)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Hits: []Hit{}}
+	for _, f := range fs {
+		for _, m := range f.hits {
+			res.Total += uint64(bits.OnesCount64(m))
+		}
+	}
+	if q.Facets {
+		res.Facets = facets(fs)
+	}
 	if q.Histogram > 0 {
 		lo, hi := orTime(q.Since, q.HistogramSince), orTime(q.Until, q.HistogramUntil)
 		if lo.IsZero() || hi.IsZero() {
-			blo, bhi, err := x.Bounds(ctx)
-			if err != nil {
-				return Result{}, err
-			}
+			blo, bhi := boundsOf(vs)
 			if lo.IsZero() {
 				lo = blo
 			}
@@ -310,61 +295,46 @@ func (x *Index) search(ctx context.Context, q Query) (Result, error) {
 				hi = bhi.Add(time.Nanosecond)
 			}
 		}
-		buckets = makeBuckets(lo, hi, q.Histogram)
+		res.Histogram = makeBuckets(lo, hi, q.Histogram)
+		histogram(fs, res.Histogram)
 	}
-	sr, err := x.alias.SearchInContext(ctx, req)
-	if err != nil {
-		return Result{}, fmt.Errorf("search: %w", err)
-	}
-	// Facets with the histogram, and the page, are separate passes over the
-	// same hits: run them side by side.
-	var facets map[string][]FacetTerm
-	var facetsErr error
-	var wg sync.WaitGroup
-	if q.Facets || len(buckets) > 0 {
-		wg.Go(func() { facets, facetsErr = x.facetsAndHistogram(ctx, q, bq, sr.Total, buckets) })
-	}
-	var hits []Hit
-	switch {
-	case byTime && after != nil:
-		hits, err = x.afterPage(ctx, q, bq, after, fetch, sortBy)
-	case byTime:
-		var page *bleve.SearchResult
-		if page, err = x.timePage(ctx, q, bq, sr.Total, fetch, from, sortBy); err == nil {
-			hits, err = x.canonical(ctx, q, bq, sr.Total, hitsOf(page.Hits), from)
-		}
-	default:
-		hits = hitsOf(sr.Hits)
-	}
-	wg.Wait()
-	if err = cmp.Or(err, facetsErr); err != nil {
-		return Result{}, err
-	}
-	if hits == nil {
-		hits = []Hit{}
-	}
-	res := Result{Total: sr.Total, Hits: hits, Facets: facets}
-	if len(hits) > size {
-		res.Hits = hits[:size]
-		if byTime {
-			res.Next = timeCursor(q, res.Hits).encode()
+	if size > 0 && res.Total > 0 {
+		from := max(q.From, 0)
+		var page []pageHit
+		if q.Sort == "score" {
+			page, err = x.scorePage(ctx, fs, after, from+size+1)
 		} else {
-			res.Next = scoreCursor(q, sr.Hits[size-1]).encode()
+			page, err = x.timePage(ctx, fs, after, from+size+1, q.Sort != "time")
 		}
-	}
-	if byTime {
-		ArrangePage(q, res.Hits)
-	}
-	if q.Highlight && len(res.Hits) > 0 {
-		if err := x.highlight(ctx, bq, res.Hits); err != nil {
+		if err != nil {
 			return Result{}, err
 		}
-	}
-	res.Histogram = buckets
-	if sr.Status != nil {
-		for name, err := range sr.Status.Errors {
-			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", name, err))
+		page = page[min(from, len(page)):]
+		hits := make([]Hit, 0, min(len(page), size+1))
+		for _, ph := range page {
+			h, err := ph.hit(fs)
+			if err != nil {
+				return Result{}, err
+			}
+			hits = append(hits, h)
 		}
+		if len(hits) > size {
+			hits = hits[:size]
+			last := hits[size-1]
+			if q.Sort == "score" {
+				res.Next = scoreCursor(q, last).encode()
+			} else {
+				res.Next = timeCursor(q, hits).encode()
+			}
+		}
+		ArrangePage(q, hits)
+		if q.Highlight {
+			text, _ := parseText(q.Text)
+			for i := range hits {
+				hits[i].Highlights = highlightRanges(text, &hits[i])
+			}
+		}
+		res.Hits = hits
 	}
 	res.Took = time.Since(start)
 	return res, nil
@@ -399,73 +369,78 @@ func PageSize(q Query) (int, error) {
 	return size, nil
 }
 
-// sortTies orders the hits of one time by node and file in line order,
-// newest (last line) first when newestFirst, untimed hits last. A page
-// brings them in index order, shard by shard; a second of vLLM output then
-// reads as the log did.
-func sortTies(hits []Hit, newestFirst bool) {
-	dir := 1
-	if newestFirst {
-		dir = -1
+// facets counts the hits per node, container, source and level.
+func facets(fs []found) map[string][]FacetTerm {
+	counts := map[string]map[string]int{}
+	for _, f := range FacetFields {
+		counts[f] = map[string]int{}
 	}
-	slices.SortStableFunc(hits, func(a, b Hit) int {
-		if a.Time.IsZero() != b.Time.IsZero() {
-			if a.Time.IsZero() {
-				return 1
+	for _, f := range fs {
+		for i, m := range f.hits {
+			if m == 0 {
+				continue
 			}
-			return -1
-		}
-		return cmp.Or(dir*a.Time.Compare(b.Time), cmp.Compare(a.Node, b.Node), cmp.Compare(a.File, b.File),
-			dir*cmp.Compare(a.Offset, b.Offset))
-	})
-}
-
-// request is a search for a page of hits of q (size 0: none).
-func (x *Index) request(bq query.Query, q Query, size, from int, sortBy []string) *bleve.SearchRequest {
-	req := bleve.NewSearchRequestOptions(bq, size, from, false)
-	req.Fields = storedFields
-	if size > 0 && len(sortBy) > 0 {
-		// Without hits to return, sorting would still read every hit's doc
-		// values (746k hits at 4.3M events: 165 -> 29 ms).
-		req.SortBy(sortBy)
-	} else {
-		req.Sort = nil
-	}
-	if q.Sort != "score" || size == 0 {
-		// Scores would be computed for every hit and never looked at;
-		// without them Bleve also intersects and unites postings as bitmaps.
-		req.Score = "none"
-	}
-	return req
-}
-
-// highlight fills in the highlights of hits. Term locations cost for every
-// matching document, so they are asked for in a second search restricted to
-// the page of hits rather than in the main one, which may match millions.
-func (x *Index) highlight(ctx context.Context, q query.Query, hits []Hit) error {
-	ids := make([]string, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
-	}
-	b := bleve.NewBooleanQuery()
-	b.AddMust(q)
-	b.AddMust(filterQuery{bleve.NewDocIDQuery(ids)})
-	req := bleve.NewSearchRequestOptions(b, len(ids), 0, false)
-	req.IncludeLocations = true
-	sr, err := x.alias.SearchInContext(ctx, req)
-	if err != nil {
-		return fmt.Errorf("search highlights: %w", err)
-	}
-	byID := make(map[string]*search.DocumentMatch, len(sr.Hits))
-	for _, dm := range sr.Hits {
-		byID[dm.ID] = dm
-	}
-	for i := range hits {
-		if dm, ok := byID[hits[i].ID]; ok {
-			hits[i].Highlights = highlights(dm, hits[i].Message)
+			b := f.v.blocks[i]
+			n := bits.OnesCount64(m)
+			k := f.v.keys[b.key]
+			if k.Node != "" {
+				counts[FieldNode][k.Node] += n
+			}
+			if k.Container != "" {
+				counts[FieldContainer][k.Container] += n
+			}
+			for _, vm := range b.levels {
+				if c := bits.OnesCount64(m & vm.mask); c > 0 {
+					counts[FieldLevel][f.v.vals[vm.v]] += c
+				}
+			}
+			for _, vm := range b.sources {
+				if c := bits.OnesCount64(m & vm.mask); c > 0 {
+					counts[FieldSource][f.v.vals[vm.v]] += c
+				}
+			}
 		}
 	}
-	return nil
+	out := make(map[string][]FacetTerm, len(FacetFields))
+	for field, c := range counts {
+		terms := make([]FacetTerm, 0, len(c))
+		for v, n := range c {
+			terms = append(terms, FacetTerm{Term: v, Count: n})
+		}
+		out[field] = topTerms(terms)
+	}
+	return out
+}
+
+// histogram counts the timed hits into buckets (consecutive, of one
+// width).
+func histogram(fs []found, buckets []Bucket) {
+	if len(buckets) == 0 {
+		return
+	}
+	start := timeNanos(buckets[0].Start)
+	width := buckets[0].End.Sub(buckets[0].Start).Nanoseconds()
+	end := timeNanos(buckets[len(buckets)-1].End)
+	for _, f := range fs {
+		for i, m := range f.hits {
+			b := f.v.blocks[i]
+			m &= b.timed
+			if m == 0 || b.maxT < start || b.minT >= end {
+				continue
+			}
+			for m != 0 {
+				r := bits.TrailingZeros64(m)
+				m &= m - 1
+				t := b.times[r]
+				if t < start || t >= end {
+					continue
+				}
+				if k := (t - start) / width; k < int64(len(buckets)) {
+					buckets[k].Count++
+				}
+			}
+		}
+	}
 }
 
 // orTime is t, or else when t is zero.
@@ -500,216 +475,371 @@ func makeBuckets(lo, hi time.Time, n int) []Bucket {
 	return out
 }
 
-// Get returns one event by ID.
-func (x *Index) Get(ctx context.Context, id string) (Hit, bool, error) {
-	req := bleve.NewSearchRequestOptions(bleve.NewDocIDQuery([]string{id}), 1, 0, false)
-	req.Fields = storedFields
-	sr, err := x.alias.SearchInContext(ctx, req)
+// pageHit is a hit being ordered: where it is, its sort key, and its ID
+// once read (ties are ordered by it).
+type pageHit struct {
+	f, b, r int // found, block, record
+	timed   bool
+	t       int64
+	score   float64
+	id      string
+}
+
+func (p *pageHit) hit(fs []found) (Hit, error) {
+	v := fs[p.f].v
+	hits, err := v.sh.records(v.blocks[p.b])
 	if err != nil {
-		return Hit{}, false, fmt.Errorf("get %s: %w", id, err)
+		return Hit{}, err
 	}
-	if len(sr.Hits) == 0 {
-		return Hit{}, false, nil
+	if p.r >= len(hits) {
+		return Hit{}, fmt.Errorf("chunk store: block %d has no record %d", v.blocks[p.b].seq, p.r)
 	}
-	return hitFromMatch(sr.Hits[0]), true, nil
+	h := hits[p.r]
+	h.Score = p.score
+	return h, nil
 }
 
-// Context is an event with the records around it in the same file.
-type Context struct {
-	Hit    Hit   `json:"hit"`
-	Before []Hit `json:"before"` // oldest first
-	After  []Hit `json:"after"`
-}
-
-// Context returns the n records before and after the event id in its file
-// (same node and file identity), in file order: grep -C for records.
-func (x *Index) Context(ctx context.Context, id string, n int) (Context, error) {
-	ctx, cancel := x.withDeadline(ctx)
-	defer cancel()
-	c, err := x.context(ctx, id, n)
-	if err != nil {
-		return Context{}, x.deadlineError(ctx, err)
-	}
-	return c, nil
-}
-
-func (x *Index) context(ctx context.Context, id string, n int) (Context, error) {
-	h, ok, err := x.Get(ctx, id)
-	if err != nil {
-		return Context{}, err
-	}
-	if !ok {
-		return Context{}, fmt.Errorf("context: %w: %s", ErrNotFound, id)
-	}
-	c := Context{Hit: h, Before: []Hit{}, After: []Hit{}}
-	if n <= 0 {
-		return c, nil
-	}
-	n = min(n, 1000)
-	if ok, err := x.hasFileLines(h); err != nil {
-		return Context{}, err
-	} else if ok {
-		return x.contextByFileLines(ctx, c, n)
-	}
-	return x.contextByLineRanges(ctx, c, n)
-}
-
-// contextByLineRanges is the context of an event indexed before
-// FieldFileLine existed.
-func (x *Index) contextByLineRanges(ctx context.Context, c Context, n int) (Context, error) {
-	h, id := c.Hit, c.Hit.ID
-	var err error
-	sameFile := func() *query.BooleanQuery {
-		b := bleve.NewBooleanQuery()
-		nq := bleve.NewTermQuery(h.Node)
-		nq.SetField(FieldNode)
-		b.AddMust(nq)
-		fq := bleve.NewTermQuery(h.File)
-		fq.SetField(FieldFile)
-		b.AddMust(fq)
-		return b
-	}
-	// Lines have no doc values (they cost at every segment build and
-	// merge): the nearest records are found in a range of lines that
-	// widens until it holds n of them, and sorted here. Records of a file
-	// start on distinct lines, so k lines hold about k records at most.
-	f, t := false, true
-	find := func(lo, hi string, loIn, hiIn *bool, size int) (*bleve.SearchResult, error) {
-		b := sameFile()
-		r := bleve.NewTermRangeInclusiveQuery(lo, hi, loIn, hiIn)
-		r.SetField(FieldLine)
-		b.AddMust(r)
-		req := bleve.NewSearchRequestOptions(b, size, 0, false)
-		req.Fields = storedFields
-		req.Score = "none"
-		sr, err := x.alias.SearchInContext(ctx, req)
-		if err != nil {
-			return nil, fmt.Errorf("context of %s: %w", id, err)
-		}
-		return sr, nil
-	}
-	line := padLine(h.Line)
-	side := func(before bool) ([]Hit, error) {
-		lo, hi := line, ""
-		if before {
-			lo, hi = "", line
-		}
-		all, err := find(lo, hi, &f, &f, 0)
-		if err != nil {
-			return nil, err
-		}
-		want := min(n, int(all.Total))
-		for k := 2 * n; want > 0; k *= 4 {
-			lo, hi, loIn, hiIn := line, padLine(h.Line+k), &f, &t
-			if before {
-				lo, hi, loIn, hiIn = padLine(max(h.Line-k, 0)), line, &t, &f
-			}
-			if k >= 1<<24 {
-				lo, hi, loIn, hiIn = "", "", &f, &f
-				if before {
-					hi, hiIn = line, &f
-				} else {
-					lo, loIn = line, &f
-				}
-			}
-			sr, err := find(lo, hi, loIn, hiIn, k+1)
-			if err == nil && sr.Total > uint64(len(sr.Hits)) { // several files on one path
-				sr, err = find(lo, hi, loIn, hiIn, int(min(sr.Total, 10000)))
-			}
-			if err != nil {
-				return nil, err
-			}
-			if len(sr.Hits) < want && k < 1<<24 {
-				continue
-			}
-			hits := make([]Hit, 0, len(sr.Hits))
-			for _, dm := range sr.Hits {
-				hits = append(hits, hitFromMatch(dm))
-			}
-			slices.SortFunc(hits, func(a, b Hit) int {
-				return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Offset, b.Offset))
-			})
-			if before {
-				return hits[max(len(hits)-want, 0):], nil
-			}
-			return hits[:min(want, len(hits))], nil
-		}
-		return []Hit{}, nil
-	}
-	if c.Before, err = side(true); err != nil {
-		return Context{}, err
-	}
-	if c.After, err = side(false); err != nil {
-		return Context{}, err
-	}
-	return c, nil
-}
-
-// ErrNotFound is returned for an unknown event ID.
-var ErrNotFound = fmt.Errorf("not found")
-
-func hitFromMatch(dm *search.DocumentMatch) Hit {
-	h := Hit{ID: dm.ID, Score: dm.Score}
-	b, _ := dm.Fields[FieldEvent].(string)
-	// A bad blob (only a bug could write one) still yields the ID.
-	_ = decodeHit(b, &h)
-	return h
-}
-
-// highlights merges the message locations of a hit into sorted,
-// non-overlapping ranges: a whole chunk and its parts overlap, and parts
-// matched by a phrase (ray, utils, py) read better as one mark when only
-// punctuation separates them (ray_utils.py).
-func highlights(dm *search.DocumentMatch, msg string) [][2]int {
-	var rs [][2]int
-	for _, locs := range dm.Locations[FieldMessage] {
-		for _, l := range locs {
-			rs = append(rs, [2]int{int(l.Start), int(l.End)})
-		}
-	}
-	if len(rs) == 0 {
-		return nil
-	}
-	slices.SortFunc(rs, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(b[1], a[1])) })
-	out := rs[:1]
-	for _, r := range rs[1:] {
-		last := &out[len(out)-1]
-		if r[0] <= last[1] || r[0] <= len(msg) && onlyPunct(msg[last[1]:r[0]]) {
-			last[1] = max(last[1], r[1])
+// readIDs fills in the IDs of hs.
+func readIDs(fs []found, hs []pageHit) error {
+	for i := range hs {
+		if hs[i].id != "" {
 			continue
 		}
-		out = append(out, r)
+		v := fs[hs[i].f].v
+		recs, err := v.sh.records(v.blocks[hs[i].b])
+		if err != nil {
+			return err
+		}
+		hs[i].id = recs[hs[i].r].ID
 	}
+	return nil
+}
+
+// timePage returns the first need hits in time order (newest first when
+// newest), after the cursor c when not nil: the hits with a time by time,
+// ties by ID, then those without a time by ID. Blocks are visited in the
+// order of their time bounds, so that a page usually reads a few blocks'
+// times, not every hit's.
+func (x *Index) timePage(ctx context.Context, fs []found, c *cursor, need int, newest bool) ([]pageHit, error) {
+	// better reports whether time a comes before b in the page's order.
+	better := func(a, b int64) bool {
+		if newest {
+			return a > b
+		}
+		return a < b
+	}
+	type blk struct{ f, b int }
+	var blocks []blk
+	for fi, f := range fs {
+		for bi, m := range f.hits {
+			if m&f.v.blocks[bi].timed != 0 {
+				blocks = append(blocks, blk{fi, bi})
+			}
+		}
+	}
+	var timed []pageHit
+	if c == nil || c.Timed {
+		// The hits at the cursor's time follow it only by ID: those first.
+		if c != nil {
+			var tied []pageHit
+			for _, k := range blocks {
+				b := fs[k.f].v.blocks[k.b]
+				if b.minT > c.NS || b.maxT < c.NS {
+					continue
+				}
+				for m := fs[k.f].hits[k.b] & b.timed; m != 0; m &= m - 1 {
+					if r := bits.TrailingZeros64(m); b.times[r] == c.NS {
+						tied = append(tied, pageHit{f: k.f, b: k.b, r: r, timed: true, t: c.NS})
+					}
+				}
+			}
+			if err := readIDs(fs, tied); err != nil {
+				return nil, err
+			}
+			timed = slices.DeleteFunc(tied, func(h pageHit) bool { return h.id <= c.ID })
+		}
+		bound := func(k blk) int64 {
+			b := fs[k.f].v.blocks[k.b]
+			if newest {
+				return b.maxT
+			}
+			return b.minT
+		}
+		slices.SortFunc(blocks, func(a, b blk) int {
+			if newest {
+				return cmp.Compare(bound(b), bound(a))
+			}
+			return cmp.Compare(bound(a), bound(b))
+		})
+		var limit int64 // the need-th best time once need hits are in
+		haveLimit := false
+		for n, k := range blocks {
+			if n%256 == 0 && ctxErr(ctx) != nil {
+				return nil, ctxErr(ctx)
+			}
+			if haveLimit && better(limit, bound(k)) {
+				break // this block and the rest hold nothing as good
+			}
+			b := fs[k.f].v.blocks[k.b]
+			for m := fs[k.f].hits[k.b] & b.timed; m != 0; m &= m - 1 {
+				r := bits.TrailingZeros64(m)
+				t := b.times[r]
+				if c != nil && (t == c.NS || better(t, c.NS)) {
+					continue // at or before the cursor's time
+				}
+				timed = append(timed, pageHit{f: k.f, b: k.b, r: r, timed: true, t: t})
+			}
+			if len(timed) >= need && (!haveLimit || len(timed) > 4*need) {
+				limit, haveLimit = nthTime(timed, need, better), true
+				timed = keepTimes(timed, limit, better)
+			}
+		}
+		// Time order; ties need their IDs.
+		slices.SortStableFunc(timed, func(a, b pageHit) int {
+			switch {
+			case a.t == b.t:
+				return 0
+			case better(a.t, b.t):
+				return -1
+			}
+			return 1
+		})
+		for i := 0; i < len(timed) && i < need; {
+			j := i + 1
+			for j < len(timed) && timed[j].t == timed[i].t {
+				j++
+			}
+			if j-i > 1 {
+				if err := readIDs(fs, timed[i:j]); err != nil {
+					return nil, err
+				}
+				slices.SortFunc(timed[i:j], func(a, b pageHit) int { return strings.Compare(a.id, b.id) })
+			}
+			i = j
+		}
+	}
+	out := timed[:min(len(timed), need)]
+	if len(out) == need {
+		return out, nil
+	}
+	// The hits without a time come last, by ID.
+	var untimed []pageHit
+	for fi, f := range fs {
+		for bi, m := range f.hits {
+			for u := m &^ f.v.blocks[bi].timed; u != 0; u &= u - 1 {
+				untimed = append(untimed, pageHit{f: fi, b: bi, r: bits.TrailingZeros64(u)})
+			}
+		}
+	}
+	if err := readIDs(fs, untimed); err != nil {
+		return nil, err
+	}
+	if c != nil && !c.Timed {
+		untimed = slices.DeleteFunc(untimed, func(h pageHit) bool { return h.id <= c.ID })
+	}
+	slices.SortFunc(untimed, func(a, b pageHit) int { return strings.Compare(a.id, b.id) })
+	return append(out, untimed[:min(len(untimed), need-len(out))]...), nil
+}
+
+// nthTime is the need-th best time of hs.
+func nthTime(hs []pageHit, need int, better func(a, b int64) bool) int64 {
+	ts := make([]int64, len(hs))
+	for i, h := range hs {
+		ts[i] = h.t
+	}
+	slices.SortFunc(ts, func(a, b int64) int {
+		switch {
+		case a == b:
+			return 0
+		case better(a, b):
+			return -1
+		}
+		return 1
+	})
+	return ts[min(need, len(ts))-1]
+}
+
+// keepTimes keeps the hits at least as good as limit (its ties included).
+func keepTimes(hs []pageHit, limit int64, better func(a, b int64) bool) []pageHit {
+	return slices.DeleteFunc(hs, func(h pageHit) bool { return better(limit, h.t) })
+}
+
+// scoredLeaves are the positive text clauses of a query: a hit scores by
+// those it matches.
+func scoredLeaves(n node) []node {
+	var out []node
+	var walk func(n node, neg bool)
+	walk = func(n node, neg bool) {
+		switch n := n.(type) {
+		case andNode:
+			for _, k := range n.kids {
+				walk(k, neg)
+			}
+		case orNode:
+			for _, k := range n.kids {
+				walk(k, neg)
+			}
+		case notNode:
+			walk(n.kid, !neg)
+		case termNode, phraseNode, fuzzyNode:
+			if !neg {
+				out = append(out, n)
+			}
+		case *patternNode:
+			if !neg && n.field == FieldMessage {
+				out = append(out, n)
+			}
+		}
+	}
+	walk(n, false)
 	return out
 }
 
-// onlyPunct reports whether s is a short run of punctuation inside a chunk.
-func onlyPunct(s string) bool {
-	if len(s) == 0 || len(s) > 2 {
-		return false
+// scorePage returns the first need hits by score (the inverse document
+// frequency of each scored clause a hit matches, summed), then newest
+// first, then by ID, after the cursor c when not nil.
+func (x *Index) scorePage(ctx context.Context, fs []found, c *cursor, need int) ([]pageHit, error) {
+	// idf of each leaf over all shards.
+	var total float64
+	nLeaves := 0
+	if len(fs) > 0 {
+		nLeaves = len(fs[0].leaves)
 	}
-	for _, r := range s {
-		if isWord(r) || isBreak(r) {
-			return false
+	df := make([]float64, nLeaves)
+	for _, f := range fs {
+		for _, b := range f.v.blocks {
+			total += float64(b.n)
+		}
+		for l, m := range f.leaves {
+			for _, w := range m {
+				df[l] += float64(bits.OnesCount64(w))
+			}
 		}
 	}
-	return true
+	idf := make([]float64, nLeaves)
+	for l := range idf {
+		idf[l] = math.Log(1 + total/(1+df[l]))
+	}
+	var ck timeKey
+	if c != nil {
+		ck = timeOfKey(c.TimeKey)
+	}
+	// key order: score desc, then timed newest first, untimed last.
+	cmpKey := func(sa float64, ka timeKey, sb float64, kb timeKey) int {
+		if sa != sb {
+			return cmp.Compare(sb, sa)
+		}
+		if ka.timed != kb.timed {
+			if ka.timed {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(kb.ns, ka.ns)
+	}
+	var all []pageHit
+	for fi, f := range fs {
+		if fi%4 == 0 && ctxErr(ctx) != nil {
+			return nil, ctxErr(ctx)
+		}
+		for bi, m := range f.hits {
+			b := f.v.blocks[bi]
+			for ; m != 0; m &= m - 1 {
+				r := bits.TrailingZeros64(m)
+				bit := uint64(1) << r
+				var s float64
+				for l, lm := range f.leaves {
+					if lm[bi]&bit != 0 {
+						s += idf[l]
+					}
+				}
+				h := pageHit{f: fi, b: bi, r: r, score: s, timed: b.timed&bit != 0, t: b.times[r]}
+				if c != nil && cmpKey(h.score, timeKey{h.timed, h.t}, c.Score, ck) < 0 {
+					continue // before the cursor
+				}
+				all = append(all, h)
+			}
+		}
+	}
+	if c != nil {
+		var tied []pageHit
+		for _, h := range all {
+			if cmpKey(h.score, timeKey{h.timed, h.t}, c.Score, ck) == 0 {
+				tied = append(tied, h)
+			}
+		}
+		if err := readIDs(fs, tied); err != nil {
+			return nil, err
+		}
+		ids := map[[3]int]string{}
+		for _, h := range tied {
+			ids[[3]int{h.f, h.b, h.r}] = h.id
+		}
+		all = slices.DeleteFunc(all, func(h pageHit) bool {
+			id, ok := ids[[3]int{h.f, h.b, h.r}]
+			return ok && id <= c.ID
+		})
+	}
+	slices.SortFunc(all, func(a, b pageHit) int {
+		return cmpKey(a.score, timeKey{a.timed, a.t}, b.score, timeKey{b.timed, b.t})
+	})
+	for i := 0; i < len(all) && i < need; {
+		j := i + 1
+		for j < len(all) && cmpKey(all[j].score, timeKey{all[j].timed, all[j].t}, all[i].score, timeKey{all[i].timed, all[i].t}) == 0 {
+			j++
+		}
+		if j-i > 1 {
+			if err := readIDs(fs, all[i:j]); err != nil {
+				return nil, err
+			}
+			slices.SortFunc(all[i:j], func(a, b pageHit) int { return strings.Compare(a.id, b.id) })
+		}
+		i = j
+	}
+	return all[:min(len(all), need)], nil
 }
 
-// HitFromEvent renders a live event like a search hit, so the UI shows
-// both the same way.
-func HitFromEvent(ev *parsers.Event) Hit {
-	h := Hit{
-		ID: ev.ID, Time: eventTime(ev), Cluster: ev.Cluster, Node: ev.Node, Container: ev.Container, File: ev.File,
-		Line: ev.Line, Lines: ev.Lines, Offset: ev.Offset, Stream: ev.Stream, Source: ev.Source, Level: ev.Level,
-		Component: ev.Component, Process: ev.Process, PID: ev.PID, IP: ev.IP, Cause: ev.Fields["cause"],
-		Fields: ev.Fields, Message: ev.Message, Partition: ev.Partition,
+// boundsOf returns the oldest and newest times of the views' blocks.
+func boundsOf(vs []*view) (lo, hi time.Time) {
+	var l, h int64
+	found := false
+	for _, v := range vs {
+		for _, b := range v.blocks {
+			if b.timed == 0 {
+				continue
+			}
+			if !found || b.minT < l {
+				l = b.minT
+			}
+			if !found || b.maxT > h {
+				h = b.maxT
+			}
+			found = true
+		}
 	}
-	if h.Message == "" {
-		h.Message = ev.Text
+	if !found {
+		return lo, hi
 	}
-	if r, err := strconv.Atoi(ev.Fields["rank"]); err == nil {
-		h.Rank = &r
+	return time.Unix(0, l).UTC(), time.Unix(0, h).UTC()
+}
+
+// sortTies orders the hits of one time by node and file in line order,
+// newest (last line) first when newestFirst, untimed hits last. A page
+// brings them in time and ID order; a second of vLLM output then reads as
+// the log did.
+func sortTies(hits []Hit, newestFirst bool) {
+	dir := 1
+	if newestFirst {
+		dir = -1
 	}
-	return h
+	slices.SortStableFunc(hits, func(a, b Hit) int {
+		if a.Time.IsZero() != b.Time.IsZero() {
+			if a.Time.IsZero() {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Or(dir*a.Time.Compare(b.Time), cmp.Compare(a.Node, b.Node), cmp.Compare(a.File, b.File),
+			dir*cmp.Compare(a.Offset, b.Offset))
+	})
 }

@@ -8,17 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blevesearch/bleve/v2"
-
 	"github.com/faultline/faultline/parsers"
 )
 
-// TestTimePageWindows: a page in time order found in a window at the
-// newest (or oldest) end is the page that sorting every hit gives, for
-// words spread over all events, bunched at either end or in the middle,
-// rarer at the newest end than elsewhere,
-// for deep pages, with time filters, and with events that have no time.
-func TestTimePageWindows(t *testing.T) {
+// TestTimePages: a page in time order is the page that sorting every
+// matching event gives (Order), for words spread over all events, bunched
+// at either end or in the middle, rarer at the newest end than elsewhere,
+// for deep pages, with time filters, and with events that have no time;
+// counts, facets and the histogram cover all hits.
+func TestTimePages(t *testing.T) {
 	x := openTest(t, Options{})
 	const n = 3000
 	var evs []*parsers.Event
@@ -35,7 +33,7 @@ func TestTimePageWindows(t *testing.T) {
 		if i%7 == 0 {
 			msg += " sevens"
 		}
-		if i < 3*n/4 || i%8 == 0 { // the first window holds too few
+		if i < 3*n/4 || i%8 == 0 {
 			msg += " fading"
 		}
 		if i%600 == 0 { // a few timed hits, then the untimed ones
@@ -53,22 +51,6 @@ func TestTimePageWindows(t *testing.T) {
 	addAll(t, x, evs[n:]) // first: index order differs from time order
 	addAll(t, x, evs[:n])
 
-	page := func(q Query, window bool) ([]string, uint64) {
-		t.Helper()
-		x.windowMin = 1 << 30
-		if window {
-			x.windowMin = 10
-		}
-		res, err := x.Search(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, h := range res.Hits {
-			ids = append(ids, fmt.Sprintf("%s@%s", h.ID[:8], h.Time.Format(time.RFC3339Nano)))
-		}
-		return ids, res.Total
-	}
 	mid := t0.Add(n / 2 * 1234567 * time.Microsecond)
 	var queries []Query
 	for _, text := range []string{"common", "oldonly", "newonly", "middle", "sevens", "fading", "common untimed", "mixed"} {
@@ -82,14 +64,17 @@ func TestTimePageWindows(t *testing.T) {
 		}
 	}
 	for _, q := range queries {
-		want, wantTotal := page(q, false)
-		got, gotTotal := page(q, true)
-		if !slices.Equal(got, want) || gotTotal != wantTotal {
-			t.Errorf("%+v:\nwindowed %d %v\nsorted   %d %v", q, gotTotal, got, wantTotal, want)
+		want, wantTotal := brutePage(t, evs, q)
+		res, err := x.Search(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := slices.Clone(res.Hits)
+		slices.SortStableFunc(got, Order(q))
+		if !slices.Equal(ids(got, false), want) || res.Total != uint64(wantTotal) {
+			t.Errorf("%+v:\ngot  %d %v\nwant %d %v", q, res.Total, ids(got, false), wantTotal, want)
 		}
 	}
-	// Counts, facets and the histogram cover all hits, not the window.
-	x.windowMin = 10
 	res, err := x.Search(context.Background(), Query{Text: "sevens", Facets: true, Histogram: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -101,15 +86,6 @@ func TestTimePageWindows(t *testing.T) {
 	if want := uint64((n + 6) / 7); res.Total != want || inHistogram != int(want) ||
 		len(res.Facets[FieldNode]) != 1 || res.Facets[FieldNode][0].Count != int(want) {
 		t.Errorf("sevens: total %d, histogram %d, node facet %v; want %d each", res.Total, inHistogram, res.Facets[FieldNode], want)
-	}
-	// Pages near the end a word is spread or bunched at come from a window.
-	for _, q := range []Query{{Text: "common"}, {Text: "common", Sort: "time"}, {Text: "sevens", From: 40, Size: 10},
-		{Text: "oldonly", Sort: "time"}, {Text: "common", Until: mid}, {Text: "common", Since: mid, Sort: "time"}} {
-		before := x.windowed.Load()
-		page(q, true)
-		if x.windowed.Load() == before {
-			t.Errorf("%+v: page not found in a window", q)
-		}
 	}
 }
 
@@ -196,39 +172,36 @@ func TestContextWidens(t *testing.T) {
 	}
 }
 
-// TestFacetsByCount: facets counted value by value in a tally equal
-// Bleve's facets over the same hits, with filters and time ranges.
+// TestFacetsByCount: facets count the hits per value, with filters and
+// time ranges, as counting the matching events does.
 func TestFacetsByCount(t *testing.T) {
 	x := openTest(t, Options{Shards: 2})
-	addAll(t, x, seedEvents())
-	var evs []*parsers.Event
+	evs := seedEvents()
 	levels := []string{parsers.LevelInfo, parsers.LevelWarning, parsers.LevelError}
 	sources := []string{parsers.SourceRay, parsers.SourceVLLM, parsers.SourceNCCL}
 	for i := range 900 {
 		node := fmt.Sprintf("spark-%d", 1+i%3)
 		e := ev(node, "f.log", i+100, i, sources[i%len(sources)], levels[(i/3)%len(levels)], fmt.Sprintf("word%d common", i%4))
+		if i%5 == 0 {
+			e.Container = "" // no value: in no facet term
+		}
 		evs = append(evs, e)
 	}
 	addAll(t, x, evs)
 	for _, q := range []Query{
 		{Text: "common"}, {Text: "word1"}, {Text: "word2 OR word3", Nodes: []string{"spark-2"}},
 		{Text: "", Levels: []string{"warning", "error"}}, {Text: "common", Since: t0.Add(100 * time.Second), Until: t0.Add(400 * time.Second)},
-		{Text: "nothing-matches"}, {Text: "common", Sort: "score"},
+		{Text: "nothing-matches"}, {Text: "common", Sort: "score"}, {Text: "-word1 -word2"},
 	} {
 		q.Facets = true
-		x.bleveFacets = true
-		want, err := x.Search(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x.bleveFacets = false
 		got, err := x.Search(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
+		want := bruteFacets(t, evs, q)
 		for _, f := range FacetFields {
-			if !slices.Equal(got.Facets[f], want.Facets[f]) {
-				t.Errorf("%q facet %s: counted %v, Bleve %v", q.Text, f, got.Facets[f], want.Facets[f])
+			if !slices.Equal(got.Facets[f], want[f]) {
+				t.Errorf("%q facet %s: %v, want %v", q.Text, f, got.Facets[f], want[f])
 			}
 		}
 		if q.Text == "common" && len(got.Facets[FieldNode]) != 3 {
@@ -238,9 +211,8 @@ func TestFacetsByCount(t *testing.T) {
 }
 
 // TestPagesOfTiedTimes: paging through hits that share their time (vLLM
-// logs have seconds) returns every hit exactly once, pages found in a
-// window or by sorting all, in both orders, and pages past the timed hits
-// into the untimed ones too.
+// logs have seconds) returns every hit exactly once, in both orders, and
+// pages past the timed hits into the untimed ones too.
 func TestPagesOfTiedTimes(t *testing.T) {
 	x := openTest(t, Options{Shards: 3})
 	var evs []*parsers.Event
@@ -254,8 +226,7 @@ func TestPagesOfTiedTimes(t *testing.T) {
 		evs = append(evs, e)
 	}
 	addAll(t, x, evs)
-	for _, windowMin := range []int{1 << 30, 10} {
-		x.windowMin = windowMin
+	{
 		for _, sort := range []string{"", "time", "score"} {
 			for _, size := range []int{7, 50} {
 				seen := map[string]int{}
@@ -277,7 +248,7 @@ func TestPagesOfTiedTimes(t *testing.T) {
 						}
 						seen[h.ID]++
 						if !h.Time.IsZero() && !prev.IsZero() && (sort == "" && h.Time.After(prev) || sort == "time" && h.Time.Before(prev)) {
-							t.Fatalf("window %d sort %q size %d: %v after %v", windowMin, sort, size, h.Time, prev)
+							t.Fatalf("sort %q size %d: %v after %v", sort, size, h.Time, prev)
 						}
 						if !h.Time.IsZero() {
 							prev = h.Time
@@ -291,7 +262,7 @@ func TestPagesOfTiedTimes(t *testing.T) {
 					}
 				}
 				if len(seen) != len(evs) || twice > 0 {
-					t.Errorf("window %d sort %q size %d: %d of %d hits seen, %d more than once", windowMin, sort, size, len(seen), len(evs), twice)
+					t.Errorf("sort %q size %d: %d of %d hits seen, %d more than once", sort, size, len(seen), len(evs), twice)
 				}
 			}
 		}
@@ -354,58 +325,72 @@ func TestHistogramCounts(t *testing.T) {
 	}
 }
 
-// TestTallyTerms: a tally's counts of hits per term, by intersecting
-// bitmaps, are what a search per term gives, over several segments, with documents
-// replaced (deleted in older segments) and terms missing from some.
-func TestTallyTerms(t *testing.T) {
-	x := openTest(t, Options{Shards: 2})
+// TestReplacedEvents: an event indexed again with other fields (a newer
+// parser) replaces the old version, in counts, facets, filters and Get,
+// over several batches and shards, after a reopen too; indexed again as
+// it was, it is left out.
+func TestReplacedEvents(t *testing.T) {
+	dir := t.TempDir()
+	x, err := Open(dir, Options{Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
 	levels := []string{parsers.LevelInfo, parsers.LevelWarning, parsers.LevelError}
 	mk := func(i int, level string) *parsers.Event {
 		return ev(fmt.Sprintf("spark-%d", 1+i%3), "c.log", i+1, i, parsers.SourceRay, level, fmt.Sprintf("word%d common", i%5))
 	}
+	var all []*parsers.Event
 	for batch := range 4 {
 		var evs []*parsers.Event
 		for i := batch * 300; i < batch*300+300; i++ {
-			e := mk(i, levels[i%2]) // no errors yet
-			if batch == 1 {
-				e.Container = "" // segments without the field at all
-			}
-			evs = append(evs, e)
+			evs = append(evs, mk(i, levels[i%2])) // no errors yet
 		}
 		addAll(t, x, evs)
+		all = append(all, evs...)
 	}
 	var again []*parsers.Event
 	for i := 0; i < 1200; i += 7 {
 		again = append(again, mk(i, parsers.LevelError))
+		all[i] = again[len(again)-1]
 	}
 	addAll(t, x, again)
-	ctx := context.Background()
-	values := map[string][]string{FieldNode: {"spark-1", "spark-2", "spark-3", "spark-9"}, FieldLevel: levels,
-		FieldContainer: {"vllm"}}
-	for _, text := range []string{"common", "word2", "word1 OR word3", "nothing-matches"} {
-		bq, err := BuildQuery(Query{Text: text})
-		if err != nil {
-			t.Fatal(err)
+	addAll(t, x, again[:50]) // the same versions again: nothing changes
+	check := func(x *Index) {
+		t.Helper()
+		if n, _ := x.DocCount(); n != uint64(len(all)) {
+			t.Errorf("doc count %d, want %d", n, len(all))
 		}
-		got, err := x.tally(ctx, bq, values, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for f, terms := range values {
-			for _, v := range terms {
-				tq := bleve.NewTermQuery(v)
-				tq.SetField(f)
-				want, err := x.count(ctx, and(bq, tq))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got[f][v] != int(want) {
-					t.Errorf("%q %s:%s: %d by bitmaps, %d by search", text, f, v, got[f][v], want)
+		for _, text := range []string{"common", "word2", "word1 OR word3", "level:error", "nothing-matches"} {
+			q := Query{Text: text, Facets: true, Size: 2000}
+			got, err := x.Search(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := bruteFacets(t, all, q)
+			for _, f := range FacetFields {
+				if !slices.Equal(got.Facets[f], want[f]) {
+					t.Errorf("%q facet %s: %v, want %v", text, f, got.Facets[f], want[f])
 				}
 			}
+			wantIDs, _ := brutePage(t, all, q)
+			slices.Sort(wantIDs)
+			if g := ids(got.Hits, true); !slices.Equal(g, wantIDs) {
+				t.Errorf("%q: %d hits, want %d", text, len(g), len(wantIDs))
+			}
 		}
-		if text == "common" && got[FieldLevel][parsers.LevelError] != len(again) {
-			t.Errorf("common: %d errors, want the %d replaced events", got[FieldLevel][parsers.LevelError], len(again))
+		h, ok, err := x.Get(context.Background(), again[3].ID)
+		if err != nil || !ok || h.Level != parsers.LevelError {
+			t.Errorf("get of a replaced event: %+v %v %v", h, ok, err)
 		}
 	}
+	check(x)
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	y, err := Open(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	check(y)
 }

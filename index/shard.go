@@ -1,90 +1,662 @@
 package index
 
 import (
+	"cmp"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"maps"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	bindex "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
-// shard is one Bleve index with its own writer goroutine. Bleve takes one
-// batch at a time per index; several shards let batches of different
-// shards analyse and introduce segments in parallel.
+// shard is one Bleve index of block documents, its chunk store and its
+// writer goroutine. Shards seal blocks, compress them and build their
+// segments in parallel.
 type shard struct {
-	x    *Index
-	n    int
-	idx  bleve.Index
-	in   chan shardOp
-	done chan struct{}
+	x *Index
+	n int
+	// bl is the shard's Bleve index, reopened when a batch fails (see
+	// recover): views hold blMu to read, recover to swap it.
+	blMu  sync.RWMutex
+	bl    bleve.Index
+	blCfg map[string]interface{}
+	path  string // of bl
+	store *blockStore
+	in    chan shardOp
+	done  chan struct{}
+
+	mu     sync.RWMutex
+	blocks []*blockMeta // published; blocks[i].seq == i+1
+
+	segMu   sync.Mutex
+	segSeqs map[segment.Segment][]uint64
+
+	nextSeq uint64  // writer only
+	scratch scratch // writer only
 }
 
-// shardOp is an event to index, or (doc nil) a flush request to ack.
+// shardOp is a record to index, or (hit nil) a flush request to ack.
 type shardOp struct {
-	doc     *document.Document
-	flushed chan error
+	hit      *Hit
+	key      int32
+	replaces *recordRef // the older version of hit, when it has one
+	flushed  chan error
 }
+
+// uptoKey is the Bleve internal value naming the last block of the
+// shard's last batch: written in the same batch, it says after a crash
+// which blocks of the chunk store Bleve has (see openShardStore).
+var uptoKey = []byte("faultline.upto")
+
+// openBlock is a block being filled by the writer: its records, as they
+// come; seal orders and indexes them.
+type openBlock struct {
+	key   int32
+	hits  []Hit
+	bytes int // of the records' text, roughly
+	// replaces are older versions of its records, to mark dead.
+	replaces []recordRef
+}
+
+// add appends a record to the block.
+func (b *openBlock) add(h *Hit) {
+	if b.hits == nil {
+		b.hits = make([]Hit, 0, blockCap)
+	}
+	b.hits = append(b.hits, *h)
+	b.bytes += len(h.Message) + len(h.ID) + 64
+}
+
+// full reports whether the block takes no more records.
+func (b *openBlock) full() bool { return len(b.hits) == blockCap || b.bytes >= maxBlockBytes }
+
+// maxBlockBytes seals a block of long records early: a block is read
+// whole for any one of its records.
+const maxBlockBytes = 64 << 10
+
+// termField indexes termFields by name.
+var termFieldIdx = func() map[string]int {
+	m := map[string]int{}
+	for i, f := range termFields {
+		m[f] = i
+	}
+	return m
+}()
+
+const fMessage = 0 // termFields[0]
+
+// nTermFields is len(termFields).
+const nTermFields = 9
+
+func init() {
+	if len(termFields) != nTermFields {
+		panic("index: nTermFields is not len(termFields)")
+	}
+}
+
+// blockTerms gathers a block's terms by field, each term's TokenFreq's
+// frequency the mask of its records while gathering.
+type blockTerms struct {
+	fields [nTermFields]bindex.TokenFrequencies
+	slab   []bindex.TokenFreq
+	s      *scratch
+}
+
+// scratch is a writer's reused buffers.
+type scratch struct {
+	toks []logToken
+	low  []byte
+}
+
+func (b *blockTerms) add(field int, t []byte, bit uint64) {
+	m := b.fields[field]
+	if m == nil {
+		m = make(bindex.TokenFrequencies, 64)
+		b.fields[field] = m
+	}
+	if tf, ok := m[string(t)]; ok {
+		tf.SetFrequency(tf.Frequency() | int(bit))
+		return
+	}
+	if len(b.slab) == 0 {
+		b.slab = make([]bindex.TokenFreq, 256)
+	}
+	tf := &b.slab[0]
+	b.slab = b.slab[1:]
+	k := string(t)
+	// Bleve only reads a term: it shares the key's bytes.
+	tf.Term = unsafe.Slice(unsafe.StringData(k), len(k))
+	tf.SetFrequency(int(bit))
+	m[k] = tf
+}
+
+// record adds the terms of h, record bit of its block.
+func (b *blockTerms) record(h *Hit, bit uint64) {
+	var buf [64]byte
+	msg := unsafe.Slice(unsafe.StringData(h.Message), len(h.Message)) // read only
+	var toks []logToken
+	var low []byte
+	var ascii bool
+	if sc := b.s; sc != nil {
+		sc.toks = tokenizeLog(msg, sc.toks[:0])
+		sc.low, ascii = lowerASCIIInto(sc.low, msg)
+		toks, low = sc.toks, sc.low
+	} else {
+		toks = tokenizeLog(msg, nil)
+		low, ascii = lowerASCII(msg)
+	}
+	for _, t := range toks {
+		tok := low[t.start:t.end]
+		if !ascii {
+			tok = lower(msg[t.start:t.end])
+		}
+		term, _ := indexTerm(tok, buf[:0])
+		b.add(fMessage, term, bit)
+	}
+	kw := func(field, v string) {
+		if v != "" {
+			b.add(termFieldIdx[field], []byte(v), bit)
+		}
+	}
+	kw(FieldStream, h.Stream)
+	kw(FieldComponent, h.Component)
+	kw(FieldProcess, h.Process)
+	kw(FieldCause, h.Cause)
+	kw(FieldIP, h.IP)
+	for k, v := range h.Fields {
+		b.add(termFieldIdx[FieldFields], []byte(k+"="+v), bit)
+	}
+	if h.PID != 0 {
+		b.add(termFieldIdx[FieldPID], intTerm(int64(h.PID)), bit)
+	}
+	if h.Rank != nil {
+		b.add(termFieldIdx[FieldRank], intTerm(int64(*h.Rank)), bit)
+	}
+}
+
+// template is what orders a block's records: the start of the message
+// with its numbers blanked, so that lines printed by one statement stand
+// together and their words' masks are runs (see maskCode).
+func template(msg string) string {
+	var b [40]byte
+	n := 0
+	for i := 0; i < len(msg) && n < len(b); i++ {
+		c := msg[i]
+		if c >= '0' && c <= '9' {
+			if n > 0 && b[n-1] == '#' {
+				continue
+			}
+			c = '#'
+		}
+		b[n] = c
+		n++
+	}
+	return string(b[:n])
+}
+
+func addNamed(ms []namedMask, name string, bit uint64) []namedMask {
+	if name == "" {
+		return ms
+	}
+	for i := range ms {
+		if ms[i].name == name {
+			ms[i].mask |= bit
+			return ms
+		}
+	}
+	return append(ms, namedMask{name, bit})
+}
+
+type namedMask struct {
+	name string
+	mask uint64
+}
+
+// sealed is a block ready to be written: its catalog entry, its header
+// and payload (uncompressed), and its document.
+type sealed struct {
+	meta            *blockMeta
+	raw             []byte
+	fields          []*blockField
+	levels, sources []string
+	recIDs          []string
+	replaces        []recordRef
+	// Made when the block is numbered (number).
+	header []byte
+	doc    *document.Document
+}
+
+// seal orders the records of b by template, and makes its catalog entry,
+// payload and Bleve document.
+func (s *shard) seal(b *openBlock) (*sealed, error) {
+	x := s.x
+	hs := b.hits
+	tmpl := make([]string, len(hs))
+	order := make([]int, len(hs))
+	for i := range hs {
+		tmpl[i], order[i] = template(hs[i].Message), i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(tmpl[a], tmpl[b]) })
+	sorted := make([]Hit, len(hs))
+	for i, o := range order {
+		sorted[i] = hs[o]
+	}
+	hs = sorted
+	n := len(hs)
+	m := &blockMeta{key: b.key, n: n, times: make([]int64, n), lines: make([]int32, n), ids: make([]uint32, n)}
+	var levels, sources []namedMask
+	terms := blockTerms{s: &s.scratch}
+	recIDs := make([]string, n)
+	for i := range hs {
+		h := &hs[i]
+		bit := uint64(1) << i
+		if !h.Time.IsZero() {
+			t := timeNanos(h.Time)
+			m.times[i] = t
+			if m.timed == 0 || t < m.minT {
+				m.minT = t
+			}
+			if m.timed == 0 || t > m.maxT {
+				m.maxT = t
+			}
+			m.timed |= bit
+		}
+		m.lines[i] = int32(min(max(h.Line, 0), 1<<31-1))
+		m.ids[i] = idHash(h.ID)
+		recIDs[i] = h.ID
+		if i == 0 || h.Offset < m.minOff {
+			m.minOff = h.Offset
+		}
+		if i == 0 || h.Offset > m.maxOff {
+			m.maxOff = h.Offset
+		}
+		levels = addNamed(levels, h.Level, bit)
+		sources = addNamed(sources, h.Source, bit)
+		terms.record(h, bit)
+	}
+	var levelNames, sourceNames []string
+	for _, nm := range levels {
+		m.levels = append(m.levels, valueMask{v: x.tab.val(nm.name), mask: nm.mask})
+		levelNames = append(levelNames, nm.name)
+	}
+	for _, nm := range sources {
+		m.sources = append(m.sources, valueMask{v: x.tab.val(nm.name), mask: nm.mask})
+		sourceNames = append(sourceNames, nm.name)
+	}
+	keys, _ := x.tab.snapshot()
+	raw := appendPayload(make([]byte, 0, b.bytes), hs, keys[b.key])
+	m.rawLen = int32(len(raw))
+	sb := &sealed{meta: m, raw: raw, recIDs: recIDs, replaces: b.replaces, levels: levelNames, sources: sourceNames}
+	for f, tfs := range terms.fields {
+		for _, tf := range tfs {
+			tf.SetFrequency(maskCode(uint64(tf.Frequency()), n))
+		}
+		if len(tfs) > 0 {
+			sb.fields = append(sb.fields, &blockField{name: termFields[f], freqs: tfs})
+		}
+	}
+	return sb, nil
+}
+
+// number gives a block its number in the shard, and with it its header
+// and document.
+func (s *shard) number(b *sealed) {
+	s.nextSeq++
+	m := b.meta
+	m.seq = s.nextSeq
+	keys, _ := s.x.tab.snapshot()
+	b.header = encodeHeader(make([]byte, 0, 128+16*m.n), m, keys[m.key], b.levels, b.sources, b.replaces)
+	b.doc = document.NewDocument(seqID(m.seq))
+	for _, f := range b.fields {
+		b.doc.AddField(f)
+	}
+}
+
+// frames packs blocks into frames: runs of consecutive blocks of one file
+// (up to frameBlocks, or maxFrameRaw bytes), their payloads compressed
+// together, which compresses several times better than alone. It sets
+// each block's place in the store as if the frames were appended at off.
+func (s *shard) frames(blocks []*sealed, off int64) []byte {
+	var out []byte
+	for i := 0; i < len(blocks); {
+		j := i + 1
+		raw := len(blocks[i].raw)
+		for j < len(blocks) && j-i < frameBlocks && blocks[j].meta.key == blocks[i].meta.key && raw+len(blocks[j].raw) <= maxFrameRaw {
+			raw += len(blocks[j].raw)
+			j++
+		}
+		group := blocks[i:j]
+		var hdr, payload []byte
+		hdr = binary.AppendUvarint(hdr, uint64(len(group)))
+		for _, b := range group {
+			hdr = binary.AppendUvarint(hdr, uint64(len(b.header)))
+			hdr = append(hdr, b.header...)
+			payload = append(payload, b.raw...)
+		}
+		comp := s.x.codec.enc.EncodeAll(payload, make([]byte, 0, len(payload)/3))
+		crc := crc32c(comp)
+		frameOff := off + int64(len(out))
+		hdr = binary.LittleEndian.AppendUint32(hdr, crc)
+		hdr = binary.AppendUvarint(hdr, uint64(len(payload)))
+		payOff := frameOff + frameHead + int64(len(hdr))
+		var rawOff int32
+		for _, b := range group {
+			m := b.meta
+			m.frameOff, m.payOff, m.payLen, m.payCRC, m.frameRaw = frameOff, payOff, int32(len(comp)), crc, int32(len(payload))
+			m.rawOff = rawOff
+			rawOff += m.rawLen
+		}
+		out = appendFrame(out, hdr, comp)
+		for _, b := range group {
+			b.meta.frameLen = int32(int64(len(out)) - (frameOff - off))
+		}
+		i = j
+	}
+	return out
+}
+
+// A frame holds up to frameBlocks blocks (4 blocks of a file: ~250
+// records) and maxFrameRaw bytes: reading one record decompresses its
+// frame.
+const (
+	frameBlocks = 4
+	maxFrameRaw = 256 << 10
+)
+
+// seqID is the Bleve document ID of block seq: fixed width, so IDs sort
+// as numbers.
+func seqID(seq uint64) string {
+	var b [16]byte
+	const hexd = "0123456789abcdef"
+	for i := 15; i >= 0; i-- {
+		b[i] = hexd[seq&15]
+		seq >>= 4
+	}
+	return string(b[:])
+}
+
+func parseSeqID(id []byte) uint64 {
+	if len(id) != 16 {
+		return 0
+	}
+	v, err := strconv.ParseUint(string(id), 16, 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// blockField is a field of a block document: its terms with their
+// records' masks as frequencies, indexed only.
+type blockField struct {
+	name  string
+	freqs bindex.TokenFrequencies
+}
+
+func (f *blockField) Name() string                                      { return f.name }
+func (f *blockField) ArrayPositions() []uint64                          { return nil }
+func (f *blockField) Options() bindex.FieldIndexingOptions              { return bindex.IndexField }
+func (f *blockField) Value() []byte                                     { return nil }
+func (f *blockField) EncodedFieldType() byte                            { return 't' }
+func (f *blockField) Analyze()                                          {}
+func (f *blockField) AnalyzedLength() int                               { return 1 } // zap stores it with every posting (as its norm) and takes 0 for no posting at all
+func (f *blockField) AnalyzedTokenFrequencies() bindex.TokenFrequencies { return f.freqs }
+func (f *blockField) NumPlainTextBytes() uint64                         { return 0 }
+func (f *blockField) Size() int                                         { return 64 + 48*len(f.freqs) }
 
 func (s *shard) run() {
 	defer close(s.done)
-	batch := s.idx.NewBatch()
+	open := map[int32]*openBlock{}
+	var ready []*sealed
+	readyRecs := 0
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	timerOn := false
 	var lastErr error
 
-	execute := func() {
+	sealAll := func() {
+		// In key order: a file's blocks are then consecutive, and so
+		// is a frame (see frames).
+		for _, k := range slices.Sorted(maps.Keys(open)) {
+			b := open[k]
+			if sb, err := s.seal(b); err == nil {
+				ready = append(ready, sb)
+				readyRecs += len(b.hits)
+			} else {
+				lastErr = err
+			}
+			delete(open, k)
+		}
+	}
+	execute := func(closing bool) {
 		if timerOn {
 			timer.Stop()
 			timerOn = false
 		}
-		n := batch.Size()
-		if n == 0 {
+		if len(ready) == 0 {
 			return
 		}
-		start := time.Now()
-		if err := s.idx.Batch(batch); err != nil {
-			s.x.errs.Add(1)
-			lastErr = fmt.Errorf("index shard %d: batch of %d: %w", s.n, n, err)
-			s.x.log.Error("index batch failed", "shard", s.n, "docs", n, "err", err)
-		} else {
-			s.x.indexed.Add(uint64(n))
-			s.x.batches.Add(1)
-			s.x.log.Debug("index batch", "shard", s.n, "docs", n, "took", time.Since(start))
+		if err := s.write(ready, closing); err != nil {
+			lastErr = err
 		}
-		batch.Reset()
+		ready, readyRecs = ready[:0], 0
 	}
-
 	for {
 		select {
 		case op, ok := <-s.in:
 			if !ok {
-				execute()
-				s.persist()
+				sealAll()
+				execute(true)
 				return
 			}
-			if op.flushed != nil {
-				execute()
+			if op.hit == nil {
+				sealAll()
+				execute(false)
 				op.flushed <- lastErr
 				lastErr = nil
 				continue
 			}
-			if err := batch.IndexAdvanced(op.doc); err != nil {
-				s.x.errs.Add(1)
-				s.x.log.Error("index event", "id", op.doc.ID(), "err", err)
-				continue
+			b := open[op.key]
+			if b == nil {
+				b = &openBlock{key: op.key}
+				open[op.key] = b
 			}
-			if batch.Size() >= s.x.opts.BatchSize {
-				execute()
+			b.add(op.hit)
+			if op.replaces != nil {
+				b.replaces = append(b.replaces, *op.replaces)
+			}
+			if b.full() {
+				sb, err := s.seal(b)
+				if err != nil {
+					lastErr = err
+				} else {
+					ready = append(ready, sb)
+					readyRecs += len(b.hits)
+				}
+				delete(open, op.key)
+			}
+			if readyRecs >= s.x.opts.BatchSize {
+				execute(false)
 			} else if !timerOn {
 				timer.Reset(s.x.opts.FlushInterval)
 				timerOn = true
 			}
 		case <-timer.C:
 			timerOn = false
-			execute()
+			sealAll()
+			execute(false)
 		}
 	}
+}
+
+// write stores the blocks and indexes them, retrying while the disk is
+// full or writes fail, then publishes them to searches. closing gives up
+// after Options.CloseRetry instead of retrying for ever.
+func (s *shard) write(blocks []*sealed, closing bool) error {
+	x := s.x
+	// A file's blocks first, in order: they share frames.
+	slices.SortStableFunc(blocks, func(a, b *sealed) int { return cmp.Compare(a.meta.key, b.meta.key) })
+	for _, b := range blocks {
+		s.number(b)
+	}
+	frames := s.frames(blocks, s.store.size)
+	stored := false
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		err := x.checkSpace(int64(len(frames)))
+		if err == nil && !stored {
+			if err = s.store.append(frames, x.opts.Safe); err == nil {
+				stored = true
+			}
+		}
+		if err == nil {
+			err = s.index(blocks)
+		}
+		if err == nil {
+			if attempt > 0 {
+				x.resumed(s.n)
+			}
+			break
+		}
+		x.errs.Add(1)
+		x.stalled(s.n, err)
+		x.log.Debug("index write failed; retrying", "shard", s.n, "attempt", attempt, "err", err)
+		if stored && !errors.Is(err, ErrDiskFull) {
+			// Bleve failed part-way (scorch leaves a batch whose persist
+			// failed half-closed, and the next use of it panics): open it
+			// again from disk, and index again what it lost.
+			if rerr := s.recover(); rerr != nil {
+				x.log.Warn("index: reopening a shard after a failed batch", "shard", s.n, "err", rerr)
+			}
+		}
+		if closing && time.Since(start) > x.opts.CloseRetry {
+			return fmt.Errorf("index shard %d: %d blocks not written: %w", s.n, len(blocks), err)
+		}
+		time.Sleep(min(100*time.Millisecond<<min(attempt, 6), 5*time.Second))
+	}
+	s.mu.Lock()
+	n := 0
+	for _, b := range blocks {
+		s.blocks = append(s.blocks, b.meta)
+		n += b.meta.n
+	}
+	s.mu.Unlock()
+	keys, _ := x.tab.snapshot()
+	for _, b := range blocks {
+		x.noteBlock(s.n, b.meta, keys[b.meta.key])
+	}
+	for _, b := range blocks {
+		for _, r := range b.replaces {
+			x.markDead(r)
+		}
+	}
+	x.indexed.Add(uint64(n))
+	x.batches.Add(1)
+	x.published(blocks)
+	return nil
+}
+
+// index runs the Bleve batch of blocks.
+func (s *shard) index(blocks []*sealed) error {
+	batch := s.bl.NewBatch()
+	for _, b := range blocks {
+		if err := batch.IndexAdvanced(b.doc); err != nil {
+			return err
+		}
+	}
+	var upto [8]byte
+	binary.BigEndian.PutUint64(upto[:], blocks[len(blocks)-1].meta.seq)
+	batch.SetInternal(uptoKey, upto[:])
+	if err := s.bl.Batch(batch); err != nil {
+		return fmt.Errorf("index shard %d: batch of %d blocks: %w", s.n, len(blocks), err)
+	}
+	return nil
+}
+
+// recover closes and opens the shard's Bleve index again, then indexes
+// again, from the chunk store, the published blocks it lost (unsafe
+// batches not persisted yet).
+func (s *shard) recover() error {
+	s.blMu.Lock()
+	defer s.blMu.Unlock()
+	if s.bl != nil {
+		_ = s.bl.Close()
+		s.bl = nil
+	}
+	s.segMu.Lock()
+	s.segSeqs = nil
+	s.segMu.Unlock()
+	bl, err := bleve.OpenUsing(s.path, s.blCfg)
+	if err != nil {
+		return fmt.Errorf("index shard %d: reopen: %w", s.n, err)
+	}
+	s.bl = bl
+	s.mu.RLock()
+	blocks := s.blocks
+	s.mu.RUnlock()
+	if upto := s.upto(); upto < uint64(len(blocks)) {
+		return s.reindex(blocks[upto:])
+	}
+	return nil
+}
+
+// upto is the last block Bleve has (see uptoKey).
+func (s *shard) upto() uint64 {
+	if v, err := s.bl.GetInternal(uptoKey); err == nil && len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// reindex makes the Bleve documents of published blocks again from their
+// records in the chunk store.
+func (s *shard) reindex(blocks []*blockMeta) error {
+	for len(blocks) > 0 {
+		n := min(len(blocks), 1024)
+		batch := s.bl.NewBatch()
+		for _, m := range blocks[:n] {
+			hits, err := s.records(m)
+			if err != nil {
+				return err
+			}
+			var terms blockTerms
+			for i := range hits {
+				terms.record(&hits[i], 1<<i)
+			}
+			doc := document.NewDocument(seqID(m.seq))
+			for f, tfs := range terms.fields {
+				for _, tf := range tfs {
+					tf.SetFrequency(maskCode(uint64(tf.Frequency()), m.n))
+				}
+				if len(tfs) > 0 {
+					doc.AddField(&blockField{name: termFields[f], freqs: tfs})
+				}
+			}
+			if err := batch.IndexAdvanced(doc); err != nil {
+				return err
+			}
+		}
+		var upto [8]byte
+		binary.BigEndian.PutUint64(upto[:], blocks[n-1].seq)
+		batch.SetInternal(uptoKey, upto[:])
+		if err := s.bl.Batch(batch); err != nil {
+			return fmt.Errorf("index shard %d: index again %d blocks: %w", s.n, n, err)
+		}
+		blocks = blocks[n:]
+	}
+	return nil
 }
 
 // persist waits until everything indexed is on disk. With unsafe_batch,
@@ -96,9 +668,9 @@ func (s *shard) persist() {
 		return
 	}
 	done := make(chan error, 1)
-	b := s.idx.NewBatch()
+	b := s.bl.NewBatch()
 	b.SetPersistedCallback(func(err error) { done <- err })
-	if err := s.idx.Batch(b); err != nil {
+	if err := s.bl.Batch(b); err != nil {
 		s.x.log.Error("index persist barrier", "shard", s.n, "err", err)
 		return
 	}
@@ -111,3 +683,172 @@ func (s *shard) persist() {
 		s.x.log.Error("index persist: timed out", "shard", s.n)
 	}
 }
+
+// view is the shard as a search sees it now; close it soon (it holds
+// off recover).
+func (s *shard) view() (*view, error) {
+	s.blMu.RLock()
+	s.mu.RLock()
+	blocks := s.blocks
+	s.mu.RUnlock()
+	keys, vals := s.x.tab.snapshot()
+	v := &view{sh: s, blocks: blocks, keys: keys, vals: vals, unlock: s.blMu.RUnlock}
+	fail := func(err error) (*view, error) {
+		s.blMu.RUnlock()
+		return nil, fmt.Errorf("index shard %d: %w", s.n, err)
+	}
+	if s.bl == nil {
+		return fail(errors.New("not open (being recovered)"))
+	}
+	ai, err := s.bl.Advanced()
+	if err != nil {
+		return fail(err)
+	}
+	r, err := ai.Reader()
+	if err != nil {
+		return fail(err)
+	}
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		r.Close()
+		return fail(fmt.Errorf("not a scorch index (%T)", r))
+	}
+	v.snap = snap
+	live := map[segment.Segment]bool{}
+	for _, ss := range snap.Segments() {
+		seg := ss.Segment()
+		seqs, err := s.segmentSeqs(seg)
+		if err != nil {
+			v.close()
+			return nil, err
+		}
+		live[seg] = true
+		v.segs = append(v.segs, segView{seg: seg, del: ss.Deleted(), seqs: seqs})
+	}
+	s.segMu.Lock()
+	if len(s.segSeqs) > 2*len(live)+16 {
+		for seg := range s.segSeqs {
+			if !live[seg] {
+				delete(s.segSeqs, seg)
+			}
+		}
+	}
+	s.segMu.Unlock()
+	return v, nil
+}
+
+// segmentSeqs returns the block of each document of seg, read once per
+// segment (segments never change).
+func (s *shard) segmentSeqs(seg segment.Segment) ([]uint64, error) {
+	s.segMu.Lock()
+	seqs, ok := s.segSeqs[seg]
+	s.segMu.Unlock()
+	if ok {
+		return seqs, nil
+	}
+	n := seg.Count()
+	seqs = make([]uint64, n)
+	for i := range n {
+		id, err := seg.DocID(i)
+		if err != nil {
+			return nil, fmt.Errorf("index shard %d: document %d: %w", s.n, i, err)
+		}
+		seqs[i] = parseSeqID(id)
+	}
+	s.segMu.Lock()
+	if s.segSeqs == nil {
+		s.segSeqs = map[segment.Segment][]uint64{}
+	}
+	s.segSeqs[seg] = seqs
+	s.segMu.Unlock()
+	return seqs, nil
+}
+
+// records returns the records of block m, from the cache or the store:
+// reading a frame decodes (and caches) all its blocks.
+func (s *shard) records(m *blockMeta) ([]Hit, error) {
+	k := cacheKey{s.n, m.seq}
+	if hits := s.x.cache.get(k); hits != nil {
+		return hits, nil
+	}
+	raw, err := s.store.readFrame(s.x.codec, m)
+	if err != nil {
+		return nil, err
+	}
+	keys, _ := s.x.tab.snapshot()
+	s.mu.RLock()
+	blocks := s.blocks
+	s.mu.RUnlock()
+	var mine []Hit
+	// The frame's blocks are consecutive: around m.
+	at := int(m.seq) - 1
+	if at >= len(blocks) || blocks[at] != m {
+		return nil, fmt.Errorf("chunk store %s: block %d: not published", s.store.path, m.seq)
+	}
+	lo, hi := at, at+1
+	for lo > 0 && blocks[lo-1].frameOff == m.frameOff {
+		lo--
+	}
+	for hi < len(blocks) && blocks[hi].frameOff == m.frameOff {
+		hi++
+	}
+	for _, b := range blocks[lo:hi] {
+		if b.rawOff < 0 || int(b.rawOff+b.rawLen) > len(raw) {
+			return nil, fmt.Errorf("chunk store %s: block %d: beyond its frame", s.store.path, b.seq)
+		}
+		hits, err := decodePayload(raw[b.rawOff:b.rawOff+b.rawLen], b, keys[b.key])
+		if err != nil {
+			return nil, fmt.Errorf("chunk store %s: block %d: %w", s.store.path, b.seq, err)
+		}
+		s.x.cache.put(cacheKey{s.n, b.seq}, hits)
+		if b == m {
+			mine = hits
+		}
+	}
+	if mine == nil {
+		return nil, fmt.Errorf("chunk store %s: block %d: not in its frame", s.store.path, m.seq)
+	}
+	return mine, nil
+}
+
+// findIn finds a live record of block m with ID id (hash h32).
+func (s *shard) findIn(m *blockMeta, h32 uint32, id string) (recordRef, Hit, bool, error) {
+	var mask uint64
+	for r, v := range m.ids {
+		if v == h32 {
+			mask |= 1 << r
+		}
+	}
+	var found Hit
+	var ref recordRef
+	ok := false
+	err := s.forRecords(m, mask, func(slot int, h *Hit) {
+		if !ok && h.ID == id {
+			found, ok = *h, true
+			ref = recordRef{shard: s.n, seq: m.seq, slot: slot}
+		}
+	})
+	return ref, found, ok, err
+}
+
+// forRecords calls fn with the live records of mask in block m.
+func (s *shard) forRecords(m *blockMeta, mask uint64, fn func(slot int, h *Hit)) error {
+	mask &= m.live()
+	if mask == 0 {
+		return nil
+	}
+	hits, err := s.records(m)
+	if err != nil {
+		return err
+	}
+	for mask != 0 {
+		r := bits.TrailingZeros64(mask)
+		mask &= mask - 1
+		if r < len(hits) {
+			fn(r, &hits[r])
+		}
+	}
+	return nil
+}
+
+var errClosed = errors.New("index: closed")

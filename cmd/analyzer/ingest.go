@@ -79,7 +79,9 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	total := inputBytes(files)
 
 	start := time.Now()
-	idx, err := openIndex(ctx, *dataDir, index.Options{Shards: *shards, Logger: warnLog})
+	// A bulk load: blocks are sealed full, not every second (see
+	// index.Options.FlushInterval); Close makes everything durable.
+	idx, err := openIndex(ctx, *dataDir, index.Options{Shards: *shards, FlushInterval: time.Minute, Logger: warnLog})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,169 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/internal/testutil"
+	"github.com/faultline/faultline/parsers"
+)
+
+// tmpfs mounts a file system of size bytes for the test, unmounted at its
+// end. Mounting needs root, which the test machines and CI have.
+func tmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "fs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		if os.Geteuid() != 0 {
+			t.Skipf("mounting a tmpfs needs root: %v %s", err, out)
+		}
+		t.Fatalf("mount tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fill writes a file of zeros into dir until the file system has less
+// than leave bytes free, and returns its path.
+func fill(t *testing.T, dir string, leave int64) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(dir, &st); err != nil {
+			t.Fatal(err)
+		}
+		if int64(st.Bavail)*int64(st.Bsize) < leave {
+			return path
+		}
+		if _, err := f.Write(buf); err != nil {
+			return path // full
+		}
+	}
+}
+
+// TestDiskFullStallsAndResumes: an index on a file system that fills up
+// while events keep coming stalls its writes instead of dying (Bleve's zap
+// panicked with "assignment to entry in nil map" a moment after the first
+// failed batch), says why in Health and Stats, logs it once, and when space
+// returns resumes by itself with every event indexed, none twice, after a
+// reopen too. With the free-space reserve (writes wait before Bleve could
+// meet a full disk) and without it (Bleve's batches fail, and the shard is
+// reopened and indexed again from the chunk store).
+func TestDiskFullStallsAndResumes(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		reserve int64
+	}{{"reserve", 4 << 20}, {"no reserve", -1}} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := tmpfs(t, "48m")
+			var logs testutil.Buffer
+			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			dir := filepath.Join(fs, "data")
+			x, err := Open(dir, Options{Shards: 2, Safe: true, FlushInterval: 20 * time.Millisecond, BatchSize: 2000,
+				DiskReserve: c.reserve, Logger: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var evs []*parsers.Event
+			genEvents(17, 120000, nil, func(e *parsers.Event) { evs = append(evs, e) })
+			filler := fill(t, fs, 6<<20)
+
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for _, e := range evs {
+					if err := x.Add(e); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				if err := x.Flush(context.Background()); err != nil {
+					t.Errorf("flush after space returned: %v", err)
+				}
+			})
+			testutil.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
+				if x.Stats().Stalled == "" {
+					return errors.New("writes not stalled yet")
+				}
+				return nil
+			})
+			herr := x.Health()
+			if herr == nil || !strings.Contains(herr.Error(), "stalled") ||
+				!(strings.Contains(herr.Error(), "disk full") || strings.Contains(herr.Error(), "no space")) {
+				t.Errorf("health while the disk is full: %v", herr)
+			}
+			time.Sleep(500 * time.Millisecond) // retries go on meanwhile
+			if n := strings.Count(logs.String(), "index writes are failing"); n != 1 {
+				t.Errorf("the stall logged %d times, want once:\n%s", n, logs.String())
+			}
+			if c.reserve < 0 {
+				t.Logf("failures: %d in the chunk store, %d in Bleve", strings.Count(logs.String(), "chunk store: write"), strings.Count(logs.String(), "batch of"))
+			}
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			if err := x.Health(); err != nil {
+				t.Errorf("health after space returned: %v", err)
+			}
+			if !strings.Contains(logs.String(), "index writes resumed") {
+				t.Errorf("no resume logged:\n%s", logs.String())
+			}
+			check := func(x *Index) {
+				t.Helper()
+				if n, _ := x.DocCount(); n != uint64(len(evs)) {
+					t.Errorf("%d events indexed of %d", n, len(evs))
+				}
+				res, err := x.Search(context.Background(), Query{Size: -1, Facets: true})
+				if err != nil || res.Total != uint64(len(evs)) {
+					t.Errorf("search: %d hits, err %v", res.Total, err)
+				}
+				// Terms too, not only the catalog: every event has a level
+				// word or a source-specific one; count the messages' terms.
+				res, err = x.Search(context.Background(), Query{Text: "RayWorkerWrapper OR NCCL OR throughput OR RayActorError", Size: -1})
+				want := 0
+				for _, e := range evs {
+					if strings.Contains(e.Message, "RayWorkerWrapper") || strings.Contains(e.Message, "NCCL") ||
+						strings.Contains(e.Message, "throughput") || strings.Contains(e.Message, "RayActorError") {
+						want++
+					}
+				}
+				if err != nil || res.Total != uint64(want) {
+					t.Errorf("term search: %d hits, want %d (err %v)", res.Total, want, err)
+				}
+			}
+			check(x)
+			if err := x.Close(); err != nil {
+				t.Fatal(err)
+			}
+			y, err := Open(dir, Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer y.Close()
+			check(y)
+		})
+	}
+}
