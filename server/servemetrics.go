@@ -46,6 +46,14 @@ func (s *server) collectors() []prometheus.Collector {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_index_queue_depth",
 			Help: "Events handed to the index and not yet in an executed batch."},
 			func() float64 { st := x.Stats(); return float64(st.Added) - float64(st.Indexed) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_index_writes_stalled",
+			Help: "1 while index writes fail and are being retried (a full disk: /healthz says why), else 0."},
+			func() float64 {
+				if x.Stats().Stalled != "" {
+					return 1
+				}
+				return 0
+			}),
 		newOutboxCollector(s.outboxes),
 		newPartitionCollector(s),
 		&consumerCollector{s: s,

@@ -520,6 +520,9 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 		status, code = "nats disconnected", http.StatusServiceUnavailable
 	} else if p := s.natsStore.Problem(); p != "" {
 		status, code = p, http.StatusServiceUnavailable
+	} else if stalled := s.idx.Stats().Stalled; stalled != "" {
+		// A full disk: records are not acknowledged until they are indexed.
+		status, code = stalled, http.StatusServiceUnavailable
 	}
 	body := map[string]any{"status": status}
 	if code == http.StatusOK && s.warming.Load() {
