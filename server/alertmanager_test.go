@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -350,4 +351,79 @@ func TestAlertmanagerInhibitsAConsequence(t *testing.T) {
 	if ns := got.find(consequence, "firing"); len(ns) > 0 {
 		t.Errorf("the inhibited %s was notified: %+v", consequence, ns)
 	}
+}
+
+// TestAlertmanagerSurvivesKill: Alertmanager is down when the seed story's
+// finding fires, serve is killed (SIGKILL) after its delivery failed, then
+// Alertmanager comes up where serve points and serve is restarted on the
+// same data: the alert arrives, the version queued before the kill leaves
+// the outbox (posted), and the restarted serve keeps the alert active by
+// re-sending it from the stored findings (its end moves on).
+func TestAlertmanagerSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the analyzer binary")
+	}
+	var got notifications
+	hook := got.serve(t)
+	config := alertmanagerConfig(t, hook.URL)
+	alertmanagertest.Binary(t) // built before the clock of the test runs
+	bin := buildBin(t, "analyzer")
+	amAddr := freePort(t) // nothing listens there yet
+	data := t.TempDir()
+	natsAddr, httpAddr := freePort(t), freePort(t)
+	args := []string{"--data-dir", data, "--nats-listen", natsAddr, "--http", httpAddr, "--log-level", "info",
+		"--alertmanager", "http://" + amAddr, "--alert-resend", "1s"}
+	p1 := startAnalyzer(t, bin, args...)
+	js, _ := jetstream.New(connectRetrying(t, embeddedURL(t, data, natsAddr)))
+	publishRecords(t, js, seedRecords(t), 50)
+	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if n := metricValue(t, httpAddr, "faultline_outbox_failures_total"); n < 1 {
+			return fmt.Errorf("no failed delivery yet (%v)", n)
+		}
+		if n := metricValue(t, httpAddr, "faultline_outbox_waiting"); n < 1 {
+			return fmt.Errorf("nothing waiting in the outbox (%v)", n)
+		}
+		return nil
+	})
+	p1.cmd.Process.Signal(syscall.SIGKILL)
+	p1.cmd.Wait()
+
+	am := alertmanagertest.StartOn(t, config, amAddr)
+	startAnalyzer(t, bin, args...)
+	const cause = "ray-node-ip-mismatch"
+	var ends []time.Time
+	testutil.CheckFor(t, time.Minute, 200*time.Millisecond, func() error {
+		alerts, err := amAlerts(am)
+		if err != nil {
+			return err
+		}
+		x := byName(alerts, cause)
+		if x == nil {
+			return fmt.Errorf("%s not in Alertmanager after the restart", cause)
+		}
+		if end := time.Time(*x.EndsAt); len(ends) == 0 || end.After(ends[len(ends)-1]) {
+			ends = append(ends, end)
+		}
+		if len(ends) < 3 {
+			return fmt.Errorf("ends seen %v: not re-sent twice since", ends)
+		}
+		return nil
+	})
+	testutil.CheckFor(t, 10*time.Second, 100*time.Millisecond, func() error {
+		if len(got.find(cause, "firing")) == 0 {
+			return fmt.Errorf("%s not notified", cause)
+		}
+		return nil
+	})
+	// The version queued before the kill went out from the outbox (the
+	// re-sends alone would have brought the alert, not emptied it).
+	testutil.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if n := metricValue(t, httpAddr, "faultline_outbox_waiting"); n != 0 {
+			return fmt.Errorf("%v versions still in the outbox", n)
+		}
+		if n := metricValue(t, httpAddr, "faultline_outbox_posts_total"); n < 1 {
+			return fmt.Errorf("no post from the outbox since the restart (%v)", n)
+		}
+		return nil
+	})
 }

@@ -89,6 +89,13 @@ var listening = regexp.MustCompile(`msg="Listening on" address=(\S+)`)
 // and returns once it answers /-/ready. Its log goes to the test's.
 func Start(t testing.TB, config string) *Server {
 	t.Helper()
+	return StartOn(t, config, "127.0.0.1:0")
+}
+
+// StartOn is Start listening on addr (host:port), for an Alertmanager that
+// comes up where a client was already pointed.
+func StartOn(t testing.TB, config, addr string) *Server {
+	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "alertmanager.yml")
@@ -96,7 +103,7 @@ func Start(t testing.TB, config string) *Server {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--config.file="+conf, "--storage.path="+filepath.Join(dir, "data"),
-		"--web.listen-address=127.0.0.1:0", "--cluster.listen-address=", "--log.level=info")
+		"--web.listen-address="+addr, "--cluster.listen-address=", "--log.level=info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +117,7 @@ func Start(t testing.TB, config string) *Server {
 		<-done
 		cmd.Wait()
 	})
-	addr := make(chan string, 1)
+	bound := make(chan string, 1)
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stderr)
@@ -119,7 +126,7 @@ func Start(t testing.TB, config string) *Server {
 			t.Log("alertmanager: " + line)
 			if m := listening.FindStringSubmatch(line); m != nil {
 				select {
-				case addr <- m[1]:
+				case bound <- m[1]:
 				default:
 				}
 			}
@@ -128,7 +135,7 @@ func Start(t testing.TB, config string) *Server {
 	}()
 	var a string
 	select {
-	case a = <-addr:
+	case a = <-bound:
 	case <-time.After(30 * time.Second):
 		t.Fatal("alertmanagertest: Alertmanager did not say where it listens within 30s")
 	}
