@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,6 +57,20 @@ func Binary(t testing.TB) string {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// One build at a time across processes: go test ./... runs the tests
+	// of several packages that want it at once.
+	lock, err := os.OpenFile(filepath.Join(dir, "alertmanager.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat(bin); err == nil {
+		return bin // built by another process meanwhile
 	}
 	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
 	start := time.Now()
