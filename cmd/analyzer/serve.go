@@ -19,6 +19,7 @@ import (
 	"github.com/faultline/faultline/index"
 	"github.com/faultline/faultline/internal/config"
 	"github.com/faultline/faultline/internal/secrets"
+	"github.com/faultline/faultline/lane"
 	"github.com/faultline/faultline/receiver"
 	"github.com/faultline/faultline/server"
 	"github.com/faultline/faultline/sink"
@@ -61,6 +62,7 @@ func (c *serveSettings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&cfg.SearchTimeout, "search-timeout", index.DefaultSearchTimeout, "stop a search of the HTTP API after this long")
 	c.memLimit = memoryLimitFlag(fs)
 	fs.DurationVar(&cfg.RuleBudget, "rule-budget", server.DefaultRuleBudget, "log a rule (once a minute) when one of its matchers or its condition takes longer than this on one event (negative: never)")
+	fs.DurationVar(&cfg.Settle, "settle", lane.DefaultSettle, "wait this long for a newer version of a changed finding before announcing it (a burst of new facts becomes one revision; a new finding waits at most this and 20ms; nothing waits over 1s; negative: announce every version)")
 	fs.StringArrayVar(&cfg.Webhooks, "webhook", nil, "POST findings to this `URL` as JSON with a text field (Slack-compatible; repeatable: each URL has its own durable outbox)")
 	fs.StringArrayVar(&cfg.Alertmanagers, "alertmanager", nil, "post findings as alerts to the Alertmanager at this base `URL` (http://alertmanager:9093; repeatable; docs/alerting.md)")
 	fs.DurationVar(&cfg.AlertResend, "alert-resend", sink.DefaultAlertResend, "post an active finding's alert to Alertmanager again this often (each post says it ends 4 times this later)")
