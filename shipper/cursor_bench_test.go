@@ -48,7 +48,7 @@ func BenchmarkCursorLines(b *testing.B) {
 	if os.Getenv("FAULTLINE_BENCH_NO_SENT_LOG") != "" {
 		sent = nil // the cost of the sent log: this against the default
 	}
-	sh := &Shipper{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, store: store, sent: sent, pub: &Publisher{},
+	sh := &Shipper{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, store: store, sent: sent, pub: &Publisher{bodyCap: 960 << 10},
 		subject: "x", softLimit: 1 << 62, hardLimit: 1 << 62}
 	var cpu time.Duration
 	records := 0

@@ -25,6 +25,8 @@ type Metrics struct {
 	skipped       *prometheus.CounterVec
 	lag           *prometheus.GaugeVec
 	files         prometheus.Gauge
+	parked        prometheus.Gauge
+	fdWaits       prometheus.Counter
 	resentBatches prometheus.Counter
 	resentRecords prometheus.Counter
 	rejoined      prometheus.Counter
@@ -67,7 +69,9 @@ func NewMetrics() *Metrics {
 			Help: "Input not shipped (or not yet), by reason: unreadable, symlink-loop, not-regular, compressed, bad-gzip, torn-line, held-back (a line without its newline), no-first-line."}, []string{"reason"}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "lag_bytes",
 			Help: "Bytes of a file not yet acknowledged (file size minus acknowledged offset)."}, []string{"file"}),
-		files: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "files_open", Help: "Files being tailed."}),
+		files:   prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "files_open", Help: "Files being tailed and open (at most --max-open-files)."}),
+		parked:  prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "files_parked", Help: "Files followed but closed until they are written (idle, or others waited for a descriptor)."}),
+		fdWaits: f("descriptor_waits_total", "Opens that found the process out of file descriptors and waited (the file is opened later, never given up)."),
 		stateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "faultline_shipper", Name: "state_write_errors_total",
 			Help: "Failed writes to the state dir, by file: offsets (retried; shipping goes on) or sent-log."}, []string{"file"}),
 		dupWindow: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "duplicate_window_seconds",
@@ -75,7 +79,7 @@ func NewMetrics() *Metrics {
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "faultline_shipper", Name: "in_flight_batches",
 			Help: "Batches published and not acknowledged yet (at most --max-in-flight)."}),
 	}
-	r.MustRegister(m.warnings, m.rotations, m.skipped, m.lag, m.files, m.stateErrors, m.dupWindow, m.inFlight)
+	r.MustRegister(m.warnings, m.rotations, m.skipped, m.lag, m.files, m.parked, m.stateErrors, m.dupWindow, m.inFlight)
 	m.stages = newStageMetrics(r)
 	return m
 }

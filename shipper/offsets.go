@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -64,9 +65,11 @@ type Store struct {
 	dir string
 	log *slog.Logger
 
-	every   time.Duration // at most one write per this (Config.SaveInterval)
-	metrics *Metrics
-	health  *Health
+	every      time.Duration // at most one write per this (Config.SaveInterval)
+	metrics    *Metrics
+	health     *Health
+	flushMu    sync.Mutex    // one Flush at a time
+	encodeTime time.Duration // of the last Flush (Run's pace)
 
 	mu      sync.Mutex
 	files   map[string]Entry
@@ -198,11 +201,13 @@ func (s *Store) Run(ctx context.Context) {
 		if s.Flush() != nil {
 			retry = time.After(storeRetryEvery)
 		}
+		// Encoding takes at most a tenth of the time: with thousands of
+		// files the state is megabytes.
 		select {
 		case <-ctx.Done():
 			s.Flush()
 			return
-		case <-time.After(s.every):
+		case <-time.After(max(s.every, 9*s.encodeTime)):
 		}
 	}
 }
@@ -215,16 +220,23 @@ const storeRetryEvery = time.Second
 
 // Flush writes the state now if it changed.
 func (s *Store) Flush() error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
 	s.mu.Lock()
 	if !s.dirty {
 		s.mu.Unlock()
 		return nil
 	}
 	s.prune(time.Now().Add(-30 * 24 * time.Hour))
-	b, err := json.Marshal(stateDoc{Version: 1, Files: s.files})
-	saved := savedOffsets(s.files)
+	// Encoded from a copy: acks (Set) must not wait for the encoding of
+	// thousands of files (they hold a slot of the publisher's window).
+	files := maps.Clone(s.files)
 	s.dirty = false
 	s.mu.Unlock()
+	start := time.Now()
+	b, err := json.Marshal(stateDoc{Version: 1, Files: files})
+	saved := savedOffsets(files)
+	s.encodeTime = time.Since(start)
 	if err == nil {
 		err = atomicfile.WriteFile(filepath.Join(s.dir, stateFile), b, 0o600)
 	}

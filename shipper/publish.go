@@ -81,12 +81,14 @@ func Connect(ctx context.Context, no NATSOptions, so StreamOptions, po Publisher
 // MaxPayload is the server's limit on a message, read from the connection.
 func (p *Publisher) MaxPayload() int { return p.tp.MaxPayload() }
 
-// body returns a buffer for a batch body, recycled after the ack.
-func (p *Publisher) body() []byte {
+// body returns a buffer for a batch body, recycled after the ack: one from
+// the pool, else a new one of about hint bytes (a file's last batch size;
+// small for the first), which grows as records are appended.
+func (p *Publisher) body(hint int) []byte {
 	if b, ok := p.bodies.Get().(*[]byte); ok {
 		return (*b)[:0]
 	}
-	return make([]byte, 0, p.bodyCap)
+	return make([]byte, 0, min(max(hint, 4<<10), p.bodyCap))
 }
 
 // Publish sends b, blocking while the in-flight window is full or until ctx

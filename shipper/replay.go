@@ -175,15 +175,15 @@ func (c *cursor) publishReplayed(b *replayBatch) {
 		c.sh.metrics.rejoined.Add(float64(len(b.extra)))
 		// In messages of their own (cut at the batch size), with IDs
 		// unlike any the batch they complete could have had.
-		var enc transport.Encoder
+		enc := transport.Encoder{Limit: c.sh.pub.bodyCap}
 		var chunk []*parsers.Record
-		body := c.sh.pub.body()
+		body := c.sh.pub.body(c.sh.pub.bodyCap)
 		flush := func() {
 			last := chunk[len(chunk)-1]
 			id := transport.MsgID(chunk[0].ID, len(chunk)) + "-r" + strconv.FormatInt(last.Offset+last.Size, 36)
 			c.sh.sent.add(&sentBatch{fileID: c.fileID(), msgID: id, sentAt: time.Now(), end: b.sent.end, records: extents(chunk)})
 			msgs = append(msgs, &batch{subject: c.subject, body: body, count: len(chunk), msgID: id, readAt: time.Now()})
-			chunk, body, enc = nil, c.sh.pub.body(), transport.Encoder{}
+			chunk, body, enc = nil, c.sh.pub.body(c.sh.pub.bodyCap), transport.Encoder{Limit: c.sh.pub.bodyCap}
 		}
 		for i := range b.extra {
 			r := &b.extra[i]
@@ -218,8 +218,8 @@ func (c *cursor) publishReplayed(b *replayBatch) {
 // replayMessage encodes recs into a batch with ID id; nil if they do not
 // fit one message.
 func (c *cursor) replayMessage(recs []*parsers.Record, id string) *batch {
-	var enc transport.Encoder
-	body := c.sh.pub.body()
+	enc := transport.Encoder{Limit: c.sh.pub.bodyCap}
+	body := c.sh.pub.body(c.sh.pub.bodyCap)
 	for _, r := range recs {
 		body = enc.Append(body, r)
 	}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/faultline/faultline/parsers"
@@ -28,37 +29,88 @@ type rotatedFile struct {
 	gz   bool // named .gz (for ordering); readRotated decides by content
 }
 
-// rotatedSiblings lists the rotated copies of path, oldest first.
-func rotatedSiblings(path string) []rotatedFile {
+// rotatedSiblings lists the rotated copies of path, oldest first, from a
+// listing of its folder read at or after since.
+func (sh *Shipper) rotatedSiblings(path string, since time.Time) []rotatedFile {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
+	return sh.dirs.rotated(dir, since)[base]
+}
+
+// dirListings shares one read of a folder among the files in it: 10,000
+// files starting at once in one folder each looked for their rotated
+// copies, reading the folder (and a descriptor) 10,000 times.
+type dirListings struct {
+	mu   sync.Mutex
+	dirs map[string]*dirListing
+}
+
+type dirListing struct {
+	mu   sync.Mutex // held while the folder is read
+	at   time.Time  // when it was read
+	sibs map[string][]rotatedFile
+}
+
+// rotated is the rotated copies in dir by the name of their live file,
+// read at or after since.
+func (d *dirListings) rotated(dir string, since time.Time) map[string][]rotatedFile {
+	d.mu.Lock()
+	if d.dirs == nil {
+		d.dirs = map[string]*dirListing{}
+	}
+	l := d.dirs[dir]
+	if l == nil {
+		l = &dirListing{}
+		d.dirs[dir] = l
+	}
+	for k, o := range d.dirs { // forget folders not looked at for a while
+		if o != l && time.Since(o.at) > time.Minute && o.mu.TryLock() {
+			delete(d.dirs, k)
+			o.mu.Unlock()
+		}
+	}
+	d.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.at.IsZero() || l.at.Before(since) {
+		l.at, l.sibs = time.Now(), listRotated(dir)
+	}
+	return l.sibs
+}
+
+// listRotated reads dir's rotated copies (name.N, name.N.gz), oldest first
+// per live file.
+func listRotated(dir string) map[string][]rotatedFile {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
-	var out []rotatedFile
+	out := map[string][]rotatedFile{}
 	for _, e := range ents {
 		name := e.Name()
-		if !strings.HasPrefix(name, base+".") {
+		rest := strings.TrimSuffix(name, ".gz")
+		gz := len(rest) < len(name)
+		i := strings.LastIndexByte(rest, '.')
+		if i <= 0 {
 			continue
 		}
-		rest := name[len(base)+1:]
-		gz := strings.HasSuffix(rest, ".gz")
-		rest = strings.TrimSuffix(rest, ".gz")
-		n, err := strconv.Atoi(rest)
-		if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		n, err := strconv.Atoi(rest[i+1:])
+		if err != nil || n < 0 || strconv.Itoa(n) != rest[i+1:] {
 			continue
 		}
-		out = append(out, rotatedFile{path: filepath.Join(dir, name), n: n, gz: gz})
+		base := rest[:i]
+		out[base] = append(out[base], rotatedFile{path: filepath.Join(dir, name), n: n, gz: gz})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].n != out[j].n {
-			return out[i].n > out[j].n
-		}
-		return out[i].gz && !out[j].gz // mid-compression both exist: the same content
-	})
+	for _, fs := range out {
+		sort.Slice(fs, func(i, j int) bool {
+			if fs[i].n != fs[j].n {
+				return fs[i].n > fs[j].n
+			}
+			return fs[i].gz && !fs[j].gz // mid-compression both exist: the same content
+		})
+	}
 	return out
 }
 
@@ -84,8 +136,8 @@ func rotatedBase(path string) (string, bool) {
 // read to their end: on start (the shipper may have been down across
 // several rotations) and after each rotation (two rotations may fall between
 // two looks at the path).
-func (sh *Shipper) scanRotated(ctx context.Context, src source) {
-	for _, rf := range rotatedSiblings(src.path) {
+func (sh *Shipper) scanRotated(ctx context.Context, src source, since time.Time) {
+	for _, rf := range sh.rotatedSiblings(src.path, since) {
 		if ctx.Err() != nil {
 			return
 		}
@@ -101,14 +153,14 @@ func (sh *Shipper) scanRotated(ctx context.Context, src source) {
 //     being read): the records keep that file's IDs;
 //   - else from the start: a file never seen.
 func (sh *Shipper) readRotated(ctx context.Context, src source, rf rotatedFile) {
-	f, err := os.Open(rf.path)
+	f, err := sh.openFile(ctx, rf.path)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			sh.skip(rf.path, "unreadable", err)
+		if !errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
+			sh.skip(rf.path, parsers.SkipReason(err), err)
 		}
 		return
 	}
-	defer f.Close()
+	defer func() { f.Close(); sh.fds.release() }()
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return
@@ -307,7 +359,7 @@ func (c *cursor) readCopy(ctx context.Context) bool {
 	if c.fd == nil || c.fp == "" {
 		return false
 	}
-	sibs := rotatedSiblings(c.src.path)
+	sibs := c.sh.rotatedSiblings(c.src.path, time.Now())
 	for i := len(sibs) - 1; i >= 0; i-- { // newest first
 		rf := sibs[i]
 		if rf.gz {

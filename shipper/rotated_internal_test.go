@@ -33,8 +33,8 @@ func TestRotatedFileEntryIsKeptWhileOnDisk(t *testing.T) {
 	store.files[key] = Entry{Path: old, Offset: fi.Size(), Updated: time.Now().Add(-29 * 24 * time.Hour)}
 	cfg := Config{}
 	cfg.Defaults()
-	sh := &Shipper{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, store: store, inodes: map[devIno]string{}, once: map[string]bool{}}
-	sh.scanRotated(context.Background(), source{path: live, display: live})
+	sh := &Shipper{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, store: store, inodes: map[devIno]string{}, once: map[string]bool{}, fds: newFDSlots(8)}
+	sh.scanRotated(context.Background(), source{path: live, display: live}, time.Now())
 	e, ok := store.Get(key)
 	if !ok || time.Since(e.Updated) > time.Hour {
 		t.Fatalf("entry of %s not refreshed: %+v", old, e)

@@ -72,6 +72,11 @@ type Config struct {
 	BatchWait    time.Duration
 	PollInterval time.Duration // how often globs, rotations and files at EOF are checked (inotify wakes a follower at once where it can)
 	RotateWait   time.Duration // keep reading a renamed file until it was quiet this long
+	// MaxOpenFiles is the most files held open at once (default 1024, and
+	// never more than the descriptor limit less descReserve); the others
+	// wait, closed, until they are written (files.go).
+	MaxOpenFiles int
+	IdleClose    time.Duration // close a file idle this long (default 1m; at once when others wait)
 
 	Log     *slog.Logger
 	Metrics *Metrics
@@ -132,6 +137,12 @@ func (c *Config) Defaults() {
 	if c.RotateWait == 0 {
 		c.RotateWait = 500 * time.Millisecond
 	}
+	if c.MaxOpenFiles <= 0 {
+		c.MaxOpenFiles = 1024
+	}
+	if c.IdleClose == 0 {
+		c.IdleClose = time.Minute
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -150,6 +161,9 @@ type Shipper struct {
 	metrics   *Metrics
 	store     *Store
 	sent      *sentLog
+	fds       *fdSlots // files open at once
+	parker    parker   // the files parked (closed until written)
+	dirs      dirListings
 	pub       *Publisher
 	subject   string
 	softLimit int // close a batch once its body reaches this
@@ -189,8 +203,8 @@ func Run(ctx context.Context, cfg Config) error {
 	defer sent.Close()
 	sent.health = cfg.Health
 	sh := &Shipper{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, store: store, sent: sent,
-		subject: transport.LogsSubject(cfg.Cluster, cfg.Node),
-		paths:   map[string]bool{}, inodes: map[devIno]string{}, once: map[string]bool{}}
+		subject: transport.LogsSubject(cfg.Cluster, cfg.Node), fds: newFDSlots(openBudget(cfg.MaxOpenFiles)),
+		paths: map[string]bool{}, inodes: map[devIno]string{}, once: map[string]bool{}}
 
 	storeCtx, stopStore := context.WithCancel(context.Background())
 	storeDone := make(chan struct{})
@@ -208,7 +222,7 @@ func Run(ctx context.Context, cfg Config) error {
 	sh.pub.bodyCap = min(sh.softLimit+sh.softLimit/4, sh.hardLimit)
 	sent.setWindow(sh.pub.DuplicateWindow())
 	sh.log.Info("shipping", "subject", sh.subject, "shipper", cfg.Identity, "max_payload", sh.pub.MaxPayload(), "batch_bytes", sh.softLimit,
-		"max_in_flight", cfg.MaxInFlight, "save_interval", cfg.SaveInterval, "duplicate_window", sh.pub.DuplicateWindow(),
+		"max_in_flight", cfg.MaxInFlight, "save_interval", cfg.SaveInterval, "duplicate_window", sh.pub.DuplicateWindow(), "max_open_files", cap(sh.fds.ch),
 		"paths", cfg.Paths, "containers", cfg.Containers, "container_labels", cfg.ContainerLabels)
 
 	sh.notify = newNotifier(cfg.Log)
@@ -227,8 +241,9 @@ func Run(ctx context.Context, cfg Config) error {
 		}()
 	}
 	if len(cfg.Paths) > 0 || len(cfg.Containers) > 0 {
-		sh.wg.Add(1)
+		sh.wg.Add(2)
 		go func() { defer sh.wg.Done(); sh.discover(readCtx) }()
+		go func() { defer sh.wg.Done(); sh.parker.run(readCtx, sh) }()
 	}
 	<-readCtx.Done()
 	sh.wg.Wait()
@@ -248,27 +263,29 @@ func Run(ctx context.Context, cfg Config) error {
 // every new file. Polling (not inotify) is what works the same on overlay and
 // fuse mounts of container file systems and on host paths.
 func (sh *Shipper) discover(ctx context.Context) {
-	t := time.NewTicker(sh.cfg.PollInterval)
-	defer t.Stop()
 	for {
+		pass := time.Now()
 		for _, g := range sh.cfg.Paths {
 			matches, _ := filepath.Glob(g)
 			if len(matches) == 0 {
 				sh.checkGlobDir(g)
 			}
 			for _, m := range matches {
-				sh.start(ctx, source{path: m, display: m})
+				sh.start(ctx, source{path: m, display: m, found: pass})
 			}
 		}
 		if len(sh.cfg.Containers) > 0 {
 			for _, src := range sh.dockerSources() {
+				src.found = pass
 				sh.start(ctx, src)
 			}
 		}
+		// A pass takes at most a tenth of the time: globs over folders
+		// of thousands of files are milliseconds each.
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(max(sh.cfg.PollInterval, 9*time.Since(pass))):
 		}
 	}
 }
@@ -310,33 +327,53 @@ func (sh *Shipper) start(ctx context.Context, src source) {
 	sh.wg.Add(1)
 	go func() {
 		defer sh.wg.Done()
-		defer func() {
-			sh.mu.Lock()
-			delete(sh.paths, src.path)
-			sh.mu.Unlock()
-		}()
-		sh.follow(ctx, src)
+		// (a listing of the folder read since the file was found will
+		// do: thousands found at once share one)
+		sh.scanRotated(ctx, src, src.found)
+		sh.follow(ctx, src, nil)
 	}()
 }
 
 // follow reads the file at src.path, then the file that replaces it after a
-// rename rotation, until the path is gone or ctx ends.
-func (sh *Shipper) follow(ctx context.Context, src source) {
-	sh.scanRotated(ctx, src)
+// rename rotation, until the path is gone or ctx ends; c, when not nil, is
+// the cursor of that file, parked and opened again (files.go). A file
+// parked again is handed to the parker, and its path stays followed.
+func (sh *Shipper) follow(ctx context.Context, src source, c *cursor) {
+	parked := false
+	defer func() {
+		if !parked {
+			sh.mu.Lock()
+			delete(sh.paths, src.path)
+			sh.mu.Unlock()
+		}
+	}()
 	for ctx.Err() == nil {
-		f, err := os.Open(src.path)
+		if c != nil {
+			res := sh.followCursor(ctx, src, c)
+			c = nil
+			if res == followParked {
+				parked = true
+				return
+			}
+			if res != followRotated && res != followReopen {
+				return
+			}
+			continue
+		}
+		f, err := sh.openFile(ctx, src.path)
 		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				sh.skip(src.path, "unreadable", err)
+			if !errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
+				sh.skip(src.path, parsers.SkipReason(err), err)
 			}
 			return // gone; discovery starts over if it comes back
 		}
-		c, err := sh.newCursor(src, f)
+		closeF := func() { f.Close(); sh.fds.release() }
+		nc, err := sh.newCursor(src, f)
 		if errors.Is(err, errNotReady) {
 			if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
 				sh.heldBack(src.path, fi.Size())
 			}
-			f.Close()
+			closeF()
 			select { // empty or first line incomplete: wait for it
 			case <-ctx.Done():
 			case <-time.After(sh.cfg.PollInterval):
@@ -344,27 +381,41 @@ func (sh *Shipper) follow(ctx context.Context, src source) {
 			continue
 		}
 		if err != nil {
-			f.Close()
+			closeF()
 			sh.log.Error("cannot follow", "file", src.path, "err", err)
 			return
 		}
-		if !sh.hold(c.di, src.path) {
-			f.Close()
+		if !sh.hold(nc.di, src.path) {
+			closeF()
 			return
 		}
+		nc.open = true
 		sh.metrics.files.Inc()
+		nc.wake, nc.unwatch = sh.notify.watchFile(nc.fd)
+		c = nc
 		c.log.Debug("following", "offset", c.base, "key", c.key)
-		res := c.follow(ctx)
-		done := func() {
-			f.Close()
-			sh.release(c.di)
-			sh.metrics.files.Dec()
-		}
-		if res != followRotated {
-			done()
-			sh.metrics.lag.DeleteLabelValues(src.path)
-			return
-		}
+	}
+}
+
+// followCursor follows the open file of c until it is parked, rotated away,
+// removed or ctx ends, and does what comes after; the caller looks at the
+// path again after followRotated and followReopen.
+func (sh *Shipper) followCursor(ctx context.Context, src source, c *cursor) followResult {
+	res := c.follow(ctx)
+	done := func() {
+		c.closeFile()
+		c.unwatch()
+		sh.release(c.di)
+	}
+	switch res {
+	case followParked:
+		sh.parker.add(c)
+	case followReopen:
+		// Parked, and the path names another file or none now: this
+		// one was read and acknowledged to its end.
+		done()
+		sh.scanRotated(ctx, src, time.Now())
+	case followRotated:
 		c.log.Info("rotated, following the new file and finishing the old one")
 		sh.wg.Add(1)
 		go func() {
@@ -373,10 +424,14 @@ func (sh *Shipper) follow(ctx context.Context, src source) {
 			c.drainRenamed(ctx)
 			sh.markRead(c.key, c.base)
 		}()
-		// Docker may have rotated twice before we looked (path → .1 → .2):
-		// the file in between is at .1 now, complete, and never seen.
-		sh.scanRotated(ctx, src)
+		// Docker may have rotated twice before we looked (path → .1 →
+		// .2): the file in between is at .1 now, complete, and never seen.
+		sh.scanRotated(ctx, src, time.Now())
+	default:
+		done()
+		sh.metrics.lag.DeleteLabelValues(src.path)
 	}
+	return res
 }
 
 // checkGlobDir reports a glob that matches nothing because its folder

@@ -36,6 +36,10 @@ import (
 
 const (
 	readBufSize = 64 << 10
+	// readBufStart is a cursor's first buffer: it doubles while reads fill
+	// it, up to readBufSize+keepBehind, so that 10,000 small files do not
+	// hold 68 KiB each.
+	readBufStart = 8 << 10
 	// keepBehind bytes already consumed stay in the buffer (read sizes are
 	// unchanged: the buffer is that much larger): after a truncation they
 	// tell where the file's new content departs from what was read.
@@ -83,6 +87,7 @@ type source struct {
 	path      string // host path opened
 	display   string // path in records (the container's own path for container files)
 	container string
+	found     time.Time // the discovery pass that found it
 }
 
 // cursor reads one open file: frames lines, feeds the decoder and joiner,
@@ -93,12 +98,23 @@ type cursor struct {
 	src source
 	f   io.Reader
 	fd  *os.File // nil for stdin and a .gz rotation (no checksums read back)
-	di  devIno
-	key string // dev:ino:fingerprint; "" when offsets are not persisted
-	fp  string
-	gen string
-	id  string // file ID of the records when not the key's own (Entry.ID)
-	log *slog.Logger
+	// open: fd is open and holds one of sh.fds (false while parked: see
+	// files.go); tail is what park kept of the bytes before base.
+	open bool
+	tail []byte
+	// The inotify watch of the file (kept while parked) and what park saw
+	// of it.
+	unwatch  func()
+	parkSize int64
+	parkMod  time.Time
+	parkLook time.Time // when the parker stats it next
+	recheck  bool      // opened again after parking: checkFile before reading
+	di       devIno
+	key      string // dev:ino:fingerprint; "" when offsets are not persisted
+	fp       string
+	gen      string
+	id       string // file ID of the records when not the key's own (Entry.ID)
+	log      *slog.Logger
 
 	heldAt      int64 // offset of the last line reported held back (-1: none)
 	heldLogged  bool
@@ -130,7 +146,8 @@ type cursor struct {
 	fifo     []lineMark // offsets of lines fed since the last safe point
 	tracker  *tracker
 	subject  string
-	body     []byte
+	body     []byte // nil until the batch's first record
+	bodyHint int    // capacity to give the next body: about the last batch's size
 	count    int
 	firstID  string
 	started  time.Time // first record of the current batch
@@ -246,7 +263,10 @@ func (c *cursor) fileID() string {
 }
 
 func (c *cursor) init() {
-	c.buf = make([]byte, readBufSize+keepBehind)
+	if c.unwatch == nil {
+		c.unwatch = func() {}
+	}
+	c.buf = make([]byte, readBufStart)
 	c.r, c.w = 0, 0
 	c.checkpoints = c.checkpoints[:0]
 	c.heldAt = -1
@@ -272,7 +292,8 @@ func (c *cursor) init() {
 		c.tracker.store = nil
 	}
 	c.subject = c.sh.subject
-	c.body = c.sh.pub.body()
+	c.body = nil
+	c.enc.Limit = c.sh.pub.bodyCap
 	c.fifo = c.fifo[:0]
 	c.lastSafe = mark{offset: c.base, line: c.line}
 	if c.key != "" && (c.gen != "" || c.id != "") {
@@ -319,6 +340,12 @@ func (c *cursor) fill() (int, error) {
 	n, err := c.f.Read(c.buf[c.w:])
 	c.now = time.Now()
 	c.w += n
+	if c.w == len(c.buf) && len(c.buf) < readBufSize+keepBehind && !c.long {
+		// A busy file: a buffer of the full size, for reads of readBufSize.
+		nb := make([]byte, min(2*len(c.buf), readBufSize+keepBehind))
+		copy(nb, c.buf[:c.w])
+		c.buf = nb
+	}
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -456,6 +483,9 @@ func (c *cursor) emit(r parsers.Record) {
 	if c.replay != nil && c.replay.place(&r) {
 		return
 	}
+	if c.body == nil {
+		c.body = c.sh.pub.body(c.bodyHint)
+	}
 	start := len(c.body)
 	c.body = c.enc.Append(c.body, &r)
 	n := len(c.body) - start
@@ -471,7 +501,7 @@ func (c *cursor) emit(r parsers.Record) {
 		rec := append([]byte(nil), c.body[start:]...)
 		c.body = c.body[:start]
 		c.closeBatch(false)
-		c.body = append(c.body, rec...)
+		c.body = append(c.sh.pub.body(c.bodyHint), rec...)
 	}
 	if c.count == 0 {
 		c.firstID = r.ID
@@ -544,7 +574,8 @@ func (c *cursor) closeBatch(advance bool) {
 		c.sh.sent.add(&sentBatch{fileID: c.fileID(), msgID: b.msgID, sentAt: c.started, end: *m, records: c.sentRecs})
 	}
 	c.sentRecs = c.sentRecs[:0]
-	c.body = c.sh.pub.body()
+	c.bodyHint = len(c.body) + len(c.body)/4
+	c.body = nil
 	c.count = 0
 	if err := c.sh.pub.Publish(c.ctx, b); err != nil {
 		return // shutting down: the offset stays where the acks left it
@@ -612,6 +643,8 @@ const (
 	followStopped followResult = iota // ctx done
 	followRotated                     // path now names another file: open it
 	followGone                        // path removed: done
+	followReopen                      // parked, and the path changed: look at it again
+	followParked                      // closed until written (files.go)
 )
 
 // follow reads the file until ctx ends or it is rotated away, truncated or
@@ -619,13 +652,23 @@ const (
 // returning, so nothing written before the rotation is lost.
 func (c *cursor) follow(ctx context.Context) followResult {
 	c.ctx = ctx
-	var unwatch func()
-	c.wake, unwatch = c.sh.notify.watchFile(c.fd)
-	defer unwatch()
 	poll := c.sh.cfg.PollInterval
 	var draining followResult // != followStopped once the path moved
 	lastGrowth := time.Now()
 	var lastIdleFlush time.Time
+	if c.recheck { // opened again after parking: it may have been cut meanwhile
+		c.recheck = false
+		switch c.checkFile() {
+		case fileMoved:
+			c.sh.metrics.rotations.WithLabelValues("rename").Inc()
+			return followRotated
+		case fileRemoved:
+			draining = followGone
+		case fileTruncated:
+			c.sh.metrics.rotations.WithLabelValues("truncate").Inc()
+			c.truncated(ctx)
+		}
+	}
 	for {
 		if ctx.Err() != nil {
 			c.closeBatch(true)
@@ -682,6 +725,10 @@ func (c *cursor) follow(ctx context.Context) followResult {
 		}
 		if _, ok := c.join.PendingOffset(); ok {
 			wait = c.untilIdleFlush(wait)
+		}
+		if c.parkable(time.Since(lastGrowth)) {
+			c.park()
+			return followParked
 		}
 		c.sleep(ctx, wait)
 		if ctx.Err() != nil {

@@ -42,8 +42,11 @@ func AppendRecord(dst []byte, r *parsers.Record) []byte {
 // the caller), starts with an origin line again. A record that takes the
 // body past the capacity of the smallest empty body the encoder has seen
 // carries its origin and position itself: the shipper sends such a record,
-// when it does not fit the message, alone in a new body.
+// when it does not fit the message, alone in a new body. Limit, when set,
+// is that size instead of the capacity (bodies that start small and grow).
 type Encoder struct {
+	Limit int
+
 	cluster, node, container, file, fileID string
 	origin                                 []byte // the origin line
 	originOK                               bool
@@ -61,7 +64,9 @@ type Encoder struct {
 // Append appends r to the batch body dst.
 func (e *Encoder) Append(dst []byte, r *parsers.Record) []byte {
 	start := len(dst)
-	if start == 0 && cap(dst) > 0 && (e.limit == 0 || cap(dst) < e.limit) {
+	if e.Limit > 0 {
+		e.limit = e.Limit
+	} else if start == 0 && cap(dst) > 0 && (e.limit == 0 || cap(dst) < e.limit) {
 		e.limit = cap(dst)
 	}
 	whole := start == 0 || start != e.lastLen

@@ -44,6 +44,7 @@ batch-wait: 40ms
 flush-timeout: 2s
 batch-bytes: 1048576
 max-in-flight: 4
+max-open-files: 300
 compression: zstd
 stream-max-age: 72h
 stream-max-bytes: 1073741824
@@ -57,7 +58,7 @@ log-level: debug
 		DockerRoot: "/var/lib/docker", Cluster: "dgx", Node: "spark-1", NATS: "nats://head:4222,nats://head2:4222",
 		User: "ship", Password: "s3cret", TLSCA: "/etc/faultline/ca.pem", StateDir: "/var/lib/faultline-shipper",
 		SaveInterval: 2 * time.Second, FlushTimeout: 2 * time.Second, BatchBytes: 1 << 20, BatchWait: 40 * time.Millisecond,
-		MaxInFlight: 4, Compression: "zstd", LogLevel: "debug", MaxAge: 72 * time.Hour, MaxBytes: 1 << 30,
+		MaxInFlight: 4, MaxOpenFiles: 300, Compression: "zstd", LogLevel: "debug", MaxAge: 72 * time.Hour, MaxBytes: 1 << 30,
 	}
 	tests := []struct {
 		name string

@@ -6,9 +6,12 @@
 package gctune
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
+	"time"
 )
 
 // BulkLoad collects when the heap has grown by percent (GOGC) and, when
@@ -37,3 +40,31 @@ const (
 	IndexPercent = 1000
 	IndexLimit   = 400 << 20
 )
+
+// FollowLive keeps a soft memory limit of at least floor bytes and at
+// least twice the live heap, checked every interval until ctx ends. A soft
+// limit below the live heap makes the collector run without pause (half
+// the CPU): the shipper's live heap is small with a few files and grows
+// with thousands followed. It does nothing when GOMEMLIMIT is set.
+func FollowLive(ctx context.Context, floor int64, every time.Duration) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(floor)
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return
+		}
+		live := int64(sample[0].Value.Uint64())
+		debug.SetMemoryLimit(max(floor, 2*live))
+	}
+}
