@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/expr-lang/expr"
@@ -209,6 +210,14 @@ func (e *Engine) fill(f *finding.Finding, r *Rule, c *ruleCase, cluster string, 
 	f.Remediation = render(c.remediation, data)
 	f.Severity = c.severity
 	f.Confidence = c.confidence
+	f.Alternatives, f.TellApart = nil, ""
+	if len(c.alternatives) > 0 {
+		f.Alternatives = append(f.Alternatives, finding.Alternative{Cause: r.Cause, Rank: 1, Fits: renderOpt(c.fits, data), Lacks: renderOpt(c.lacks, data)})
+		for i, a := range c.alternatives {
+			f.Alternatives = append(f.Alternatives, finding.Alternative{Cause: a.cause, Rank: i + 2, Fits: renderOpt(a.fits, data), Lacks: renderOpt(a.lacks, data)})
+		}
+		f.TellApart = render(c.tellApart, data)
+	}
 	f.RuledOut = f.RuledOut[:0]
 	for _, ro := range r.ruledOut {
 		ok, err := expr.Run(ro.when, env)
@@ -237,6 +246,10 @@ func fingerprint(f *finding.Finding) string {
 		b.WriteString(ro.Cause)
 		b.WriteString(ro.Reason)
 	}
+	for _, a := range f.Alternatives {
+		b.WriteString(a.Cause + "\x00" + a.Fits + "\x00" + a.Lacks)
+	}
+	b.WriteString(f.TellApart)
 	return b.String()
 }
 
@@ -271,4 +284,12 @@ func openerID(ev *parsers.Event) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%s\x00%s\x00%s", ev.Node, ev.File, ev.Line, ev.Time.Format(time.RFC3339Nano), ev.Text, ev.Message)
 	return "noid:" + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// renderOpt renders an optional template (nil: "").
+func renderOpt(t *template.Template, data map[string]any) string {
+	if t == nil {
+		return ""
+	}
+	return render(t, data)
 }

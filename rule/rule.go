@@ -54,6 +54,22 @@ type CaseSpec struct {
 	Title       string `yaml:"title"`
 	Summary     string `yaml:"summary"`
 	Remediation string `yaml:"remediation"`
+	// A differential case: the evidence fits the rule's cause and these
+	// others; the finding ranks them (its own cause first, then in this
+	// order) and TellApart is the command that tells them apart. Fits and
+	// Lacks say what of the rule's own cause is in the logs and what is not.
+	Fits         string            `yaml:"fits"`
+	Lacks        string            `yaml:"lacks"`
+	Alternatives []AlternativeSpec `yaml:"alternatives"`
+	TellApart    string            `yaml:"tell_apart"`
+}
+
+// AlternativeSpec is another cause a differential case weighs: what in
+// the logs fits it and what would prove it (templates).
+type AlternativeSpec struct {
+	Cause string `yaml:"cause"`
+	Fits  string `yaml:"fits"`
+	Lacks string `yaml:"lacks"`
 }
 
 // RuledOutSpec names a neighbouring cause that the facts exclude.
@@ -94,6 +110,16 @@ type ruleCase struct {
 	title       *template.Template
 	summary     *template.Template
 	remediation *template.Template
+	// differential: fits/lacks of the rule's own cause, the alternatives
+	// and the command that tells them apart (nil: not a differential case)
+	fits, lacks  *template.Template
+	alternatives []alternative
+	tellApart    *template.Template
+}
+
+type alternative struct {
+	cause       string
+	fits, lacks *template.Template
 }
 
 type ruledOut struct {
@@ -285,6 +311,39 @@ func compile(s Spec, p *Pack, trusted bool) (*Rule, []error) {
 		}
 		if cs.Remediation != "" {
 			c.remediation = compileTemplate(path+".remediation", "remediation", cs.Remediation)
+		}
+		if cs.Fits != "" {
+			c.fits = compileTemplate(path+".fits", "fits", cs.Fits)
+		}
+		if cs.Lacks != "" {
+			c.lacks = compileTemplate(path+".lacks", "lacks", cs.Lacks)
+		}
+		for j, a := range cs.Alternatives {
+			ap := fmt.Sprintf("%s.alternatives[%d]", path, j)
+			switch {
+			case a.Cause == "":
+				errs = append(errs, ferr(ap, "an alternative needs its cause"))
+			case !p.KnownCause(a.Cause):
+				errs = append(errs, ferr(ap+".cause", "unknown cause %q (the pack's: %s)", a.Cause, strings.Join(p.CauseIDs(), ", ")))
+			case a.Cause == s.Cause:
+				errs = append(errs, ferr(ap+".cause", "the rule's own cause is the first of the ranking, not an alternative"))
+			}
+			alt := alternative{cause: a.Cause}
+			if a.Fits != "" {
+				alt.fits = compileTemplate(ap+".fits", "fits", a.Fits)
+			}
+			if a.Lacks != "" {
+				alt.lacks = compileTemplate(ap+".lacks", "lacks", a.Lacks)
+			}
+			c.alternatives = append(c.alternatives, alt)
+		}
+		switch {
+		case cs.TellApart != "" && len(cs.Alternatives) == 0:
+			errs = append(errs, ferr(path+".tell_apart", "tell_apart tells alternatives apart: the case has none"))
+		case cs.TellApart == "" && len(cs.Alternatives) > 0:
+			errs = append(errs, ferr(path, "a case with alternatives needs tell_apart: the one command that tells them apart"))
+		case cs.TellApart != "":
+			c.tellApart = compileTemplate(path+".tell_apart", "tell_apart", cs.TellApart)
 		}
 		r.cases = append(r.cases, c)
 	}
