@@ -144,3 +144,27 @@ func TestOrderTieIndependentOfCluster(t *testing.T) {
 		}
 	}
 }
+
+// A chain of explanations (C explained by B, B by A) puts the root first
+// whatever order the findings come in: the sort once looked roots up by an
+// index that its own swaps had moved.
+func TestOrderChainOfExplanations(t *testing.T) {
+	at := time.Date(2025, 12, 30, 17, 6, 52, 0, time.UTC)
+	base := []Finding{
+		{ID: "5396", Cause: "gpu-not-visible", ExplainedBy: "663c"},
+		{ID: "daaa", Cause: "cuda-driver-mismatch"},
+		{ID: "663c", Cause: "python-import-error", ExplainedBy: "daaa"},
+	}
+	perms := [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
+	for _, p := range perms {
+		var in []Finding
+		for _, i := range p {
+			f := base[i]
+			f.Status, f.Severity, f.Confidence, f.FirstSeen = Active, Critical, "high", at
+			in = append(in, f)
+		}
+		if got := Order(in); got[0].Cause != "cuda-driver-mismatch" {
+			t.Errorf("order %v: first %s, want the root cuda-driver-mismatch", p, got[0].Cause)
+		}
+	}
+}
