@@ -345,3 +345,48 @@ func missingLines(c *contents, prefix string, n int) []string {
 	}
 	return out
 }
+
+// PubAcks held back longer than the ack timeout (5 s): the shipper sends the
+// same batches again, which the server stored already; it drops them as
+// duplicates, and once the acknowledgements flow every record is stored
+// once, none lost.
+func TestPublishTimeoutResendsAreDropped(t *testing.T) {
+	s := testutil.RunJetStreamServer(t)
+	h := newAckHolder(t, s.ClientURL())
+	dir := t.TempDir()
+	log := filepath.Join(dir, "c0ffee-json.log")
+	p := startShipper(t, shipperArgs(h.url(), "spark-1", filepath.Join(dir, "state"), "--path", log, "--log-level", "info", "--metrics-addr", "127.0.0.1:0")...)
+	addr := metricsAddr(t, p)
+	appendJSONLines(t, log, "k", 0, 1000)
+	waitStored(t, s.ClientURL(), 1000)
+	h.hold(true)
+	appendJSONLines(t, log, "k", 1000, 20000)
+	waitStored(t, s.ClientURL(), 20000)
+	testutil.CheckFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		if n := scrape(t, addr, "faultline_shipper_publish_errors_total"); n == 0 {
+			return fmt.Errorf("no publish timed out yet")
+		}
+		return nil
+	})
+	h.hold(false)
+	appendJSONLines(t, log, "k", 20000, 21000)
+	c := waitStored(t, s.ClientURL(), 21000)
+	testutil.CheckFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		if n := scrape(t, addr, "faultline_shipper_records_published_total"); n < 21000 {
+			return fmt.Errorf("%v records acknowledged", n)
+		}
+		return nil
+	})
+	c = readStream(t, s.ClientURL())
+	dups := scrape(t, addr, "faultline_shipper_duplicate_acks_total")
+	t.Logf("%d records stored for %d distinct; %v batches sent again after a timeout were dropped by the server", len(c.records), c.distinct(), dups)
+	if m := missing(c, "k", 21000); len(m) > 0 {
+		t.Fatalf("%d lines lost, first %q", len(m), m[0])
+	}
+	if c.dups() != 0 {
+		t.Fatalf("%d records stored twice", c.dups())
+	}
+	if dups == 0 {
+		t.Errorf("duplicate_acks_total 0: the retries were not sent, or not recognised")
+	}
+}
