@@ -221,7 +221,7 @@ func Run(ctx context.Context, cfg Config) error {
 	sh.softLimit = min(cfg.BatchBytes, sh.hardLimit)
 	sh.pub.bodyCap = min(sh.softLimit+sh.softLimit/4, sh.hardLimit)
 	sent.setWindow(sh.pub.DuplicateWindow())
-	sh.log.Info("shipping", "subject", sh.subject, "shipper", cfg.Identity, "max_payload", sh.pub.MaxPayload(), "batch_bytes", sh.softLimit,
+	sh.log.Info("shipping", "subject", sh.subject, "identity", cfg.Identity, "max_payload", sh.pub.MaxPayload(), "batch_bytes", sh.softLimit,
 		"max_in_flight", cfg.MaxInFlight, "save_interval", cfg.SaveInterval, "duplicate_window", sh.pub.DuplicateWindow(), "max_open_files", cap(sh.fds.ch),
 		"paths", cfg.Paths, "containers", cfg.Containers, "container_labels", cfg.ContainerLabels)
 
