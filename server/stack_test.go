@@ -102,7 +102,7 @@ func freeTCPPort(t *testing.T) string {
 // compose tool of this machine (`docker compose`, else `docker-compose`):
 // the analyzer, whose embedded NATS serves the shipper, and the shipper
 // tailing Docker's data root; no image is pulled. A feed container labelled
-// faultline.ship prints the seed spark-1 vLLM container log; the shipper
+// faultline.ship (with this run's value) prints the seed spark-1 vLLM container log; the shipper
 // discovers its json-file log and the analyzer raises ray-node-ip-mismatch,
 // seen on GET /api/findings and on the NATS findings subject, on the node
 // named after the host (FAULTLINE_NODE unset). A container without the
@@ -170,6 +170,9 @@ func TestComposeStackUp(t *testing.T) {
 		"FAULTLINE_NATS_PORT=" + natsPort,
 		"FAULTLINE_HTTP_PORT=" + httpPort,
 		"FAULTLINE_DOCKER_ROOT=" + dockerRoot,
+		// The label with this run's value: the engine is shared, and
+		// another run's labelled feed must not be shipped here.
+		"FAULTLINE_CONTAINER_LABEL=faultline.ship=" + project,
 	}
 	composeArgs := func(args ...string) []string {
 		return append(append(slices.Clone(compose[1:]), "-f", "../docker-compose.yml", "-p", project), args...)
@@ -219,7 +222,7 @@ func TestComposeStackUp(t *testing.T) {
 	runCmd(t, "", nil, "docker", "run", "-d", "--name", other, "--log-driver", "json-file", "-e", "FEED_MARK="+mark, feedImage)
 	t.Cleanup(func() { exec.Command("docker", "rm", "-f", other).Run() })
 	feed := project + "-seedfeed"
-	runCmd(t, "", nil, "docker", "run", "-d", "--name", feed, "--label", "faultline.ship", "--log-driver", "json-file", feedImage)
+	runCmd(t, "", nil, "docker", "run", "-d", "--name", feed, "--label", "faultline.ship="+project, "--log-driver", "json-file", feedImage)
 	t.Cleanup(func() { exec.Command("docker", "rm", "-f", feed).Run() })
 
 	var f finding.Finding

@@ -58,9 +58,12 @@ func TestDockerDiscovery(t *testing.T) {
 
 	s := testutil.RunJetStreamServer(t)
 	name := fmt.Sprintf("faultline-test-%d", os.Getpid())
+	// A pattern, as users give one, kept to this run's container by its
+	// label: the engine is shared, and another run's faultline-test-*
+	// container was tailed too.
 	startShipper(t, shipperArgs(s.ClientURL(), "spark-1", filepath.Join(dir, "state"),
-		"--container", "faultline-test-*", "--docker-root", root, "--log-level", "info")...)
-	out, err := exec.Command("docker", "run", "-d", "--name", name, "--log-driver", "json-file",
+		"--container", "faultline-test-*", "--container-label", "faultline.test="+name, "--docker-root", root, "--log-level", "info")...)
+	out, err := exec.Command("docker", "run", "-d", "--name", name, "--label", "faultline.test="+name, "--log-driver", "json-file",
 		"--log-opt", "max-size=200k", "--log-opt", "max-file=5", tag).CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker run: %v\n%s", err, out)
