@@ -2,7 +2,7 @@ package parsers
 
 import "strings"
 
-// parseNCCL parses NCCL debug output (log-formats.md §4.1):
+// parseNCCL parses NCCL debug output (docs/log-formats.md §4.1):
 //
 //	host:pid:tid [cudaDev] NCCL INFO msg
 //	[2026-11-29 20:00:53] host:pid:tid [cudaDev] bootstrap.cc:114 NCCL WARN msg

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// parseRayPython parses Ray's Python logger format (log-formats.md §3.1):
+// parseRayPython parses Ray's Python logger format (docs/log-formats.md §3.1):
 //
 //	2026-04-08 23:35:09,880\tINFO worker.py:2007 -- msg
 //	2024-04-02 01:39:28,327\tSUCC scripts.py:781 -- Ray runtime started.
@@ -59,7 +59,7 @@ func parseRayPython(p *lineParse, s string) bool {
 	return true
 }
 
-// parseRayCpp parses Ray's C++ (spdlog) format (log-formats.md §3.2):
+// parseRayCpp parses Ray's C++ (spdlog) format (docs/log-formats.md §3.2):
 //
 //	[2025-07-23 10:05:49,679 W 51000 51000] gcs_rpc_client.h:151: msg
 //	[2023-06-01 08:47:47,457 I 31009 225171] (gcs_server) gcs_node_manager.cc:42: msg

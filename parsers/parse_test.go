@@ -64,7 +64,7 @@ func checkEvent(t *testing.T, name string, ev Event, w parseWant) {
 }
 
 // TestParseLines checks one-line records: real lines from every corpus file
-// (testdata/logs/real) and the log-formats.md examples.
+// (testdata/logs/real) and the docs/log-formats.md examples.
 func TestParseLines(t *testing.T) {
 	tests := []struct {
 		name string
@@ -176,7 +176,7 @@ func TestParseLines(t *testing.T) {
 			parseWant{source: "torch", level: "error", fields: map[string]string{"exc_type": "torch.distributed.DistBackendError", "exc_message": "NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3135, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9"}}},
 		{"runs nccl error kind", "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.", parseWant{source: "other"}},
 
-		// log-formats.md §0, §2: vLLM headers of all eras and prefixes.
+		// docs/log-formats.md §0, §2: vLLM headers of all eras and prefixes.
 		{"lf nested prefixes", "(EngineCore_DP0 pid=479) (RayWorkerWrapper pid=223, ip=192.168.141.7) INFO 10-23 03:54:46 [parallel_state.py:1325] rank 1 in world size 2 is assigned as DP rank 0, PP rank 1, TP rank 0, EP rank 0",
 			parseWant{source: "vllm", level: "info", component: "parallel_state.py:1325", process: "RayWorkerWrapper", pid: 223, ip: "192.168.141.7", msgPrefix: "rank 1 in world size 2", fields: map[string]string{"file": "parallel_state.py", "lineno": "1325"}, time: "2025-10-23T03:54:46Z"}},
 		{"lf v0.7.2", "INFO 02-07 11:03:45 __init__.py:190] Automatically detected platform cuda.", parseWant{source: "vllm", level: "info", component: "__init__.py:190", msg: "Automatically detected platform cuda."}},
@@ -345,7 +345,7 @@ func TestParseMultiline(t *testing.T) {
 				"           ^^^^^^^^^^^^^^^^^^^^^",
 				"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB.",
 			}, "\n")}},
-		// log-formats.md §2.3: vLLM's NewLineFormatter repeats the header.
+		// docs/log-formats.md §2.3: vLLM's NewLineFormatter repeats the header.
 		{"vllm logger.exception", strings.Join([]string{
 			"(VllmWorker rank=0 pid=161) ERROR 05-17 01:58:02 [multiproc_executor.py:487] Traceback (most recent call last):\r",
 			`(VllmWorker rank=0 pid=161) ERROR 05-17 01:58:02 [multiproc_executor.py:487]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/multiproc_executor.py", line 461, in worker_main` + "\r",

@@ -2,7 +2,7 @@ package parsers
 
 import "strings"
 
-// parseC10 parses PyTorch's c10 MessageLogger lines (log-formats.md §5.1):
+// parseC10 parses PyTorch's c10 MessageLogger lines (docs/log-formats.md §5.1):
 //
 //	[W1129 20:00:53.295648442 ProcessGroupNCCL.cpp:1575] msg   (newer torch)
 //	[E ProcessGroupNCCL.cpp:475] msg                             (older torch)

@@ -2,7 +2,7 @@ package parsers
 
 import "strings"
 
-// parseVLLM parses vLLM's logger header (log-formats.md §2.1), in all eras:
+// parseVLLM parses vLLM's logger header (docs/log-formats.md §2.1), in all eras:
 //
 //	INFO 02-07 11:03:45 __init__.py:190] msg           (<= v0.7.3)
 //	INFO 06-21 19:07:56 [api_server.py:1043] msg       (v0.8+)
