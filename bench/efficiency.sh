@@ -2,9 +2,10 @@
 # The efficiency table: the same benchmarks on the code of BEFORE and of
 # AFTER (default: the work tree), on this machine, in one run. HEAD's
 # benchmark files are copied into BEFORE's tree, so both are measured the
-# same way (they need the transport package: BEFORE must be 4fa25ed or
-# later).
-#   bash bench/efficiency.sh                      # BEFORE=4fa25ed, AFTER=work tree
+# same way (they need the transport and finding packages: BEFORE must be
+# 12f6caa or later; the default, 5400ff8, is the last before the chunk
+# store index of issue 25).
+#   bash bench/efficiency.sh                      # BEFORE=5400ff8, AFTER=work tree
 #   LINES=2000000 INGEST=500000 LAT=600 bash bench/efficiency.sh
 # Columns:
 #   shipper lines/s, CPU-s/M   the shipper process on one core (BenchmarkShipper)
@@ -16,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-BEFORE=${BEFORE:-4fa25ed}
+BEFORE=${BEFORE:-5400ff8}
 LINES=${LINES:-500000}
 INGEST=${INGEST:-200000}
 LAT=${LAT:-300}

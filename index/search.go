@@ -237,6 +237,11 @@ func (x *Index) find(ctx context.Context, vs []*view, root node, scored []node) 
 		})
 	}
 	wg.Wait()
+	for _, err := range errs {
+		if IsBadQuery(err) {
+			return nil, errors.Unwrap(err) // the query's fault, the same in every shard
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		if err := ctxErr(ctx); err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package index
 import (
 	"net/netip"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The index terms of a message. The log tokenizer (analyzer.go) defines
@@ -54,6 +55,7 @@ type tokenShape struct {
 	hexOnly   bool
 	maxDigits int // longest run of digits-only part
 	lossy     bool
+	punct     bool // a character that is no word character
 }
 
 // shapeOf scans a lower-cased token once.
@@ -119,6 +121,7 @@ func shapeOf(s []byte) tokenShape {
 		} else {
 			endPart()
 			sh.hexOnly = false
+			sh.punct = true
 		}
 		i += w
 	}
@@ -131,7 +134,7 @@ func shapeOf(s []byte) tokenShape {
 // the token's text alone, so a query computes the same term as indexing.
 func indexTerm(tok []byte, buf []byte) ([]byte, bool) {
 	sh := shapeOf(tok)
-	if sh.parts <= 1 && len(tok) > 0 && isWordByte(tok) {
+	if sh.parts <= 1 && len(tok) > 0 && !sh.punct {
 		// A single part.
 		switch {
 		case sh.digits == len(tok):
@@ -231,6 +234,6 @@ func isIP(b []byte) bool {
 	if dots != 3 && colons < 2 {
 		return false
 	}
-	_, err := netip.ParseAddr(string(b))
+	_, err := netip.ParseAddr(unsafe.String(unsafe.SliceData(b), len(b))) // read, not kept
 	return err == nil
 }
