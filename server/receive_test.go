@@ -256,6 +256,19 @@ func TestReceiverKillAndRetry(t *testing.T) {
 		if wantIDs, err = idsOf(ref.addrs.HTTP); err != nil {
 			return err
 		}
+		// The findings can be complete before the index's last batch is
+		// searchable: wait until the reference consumed every record it
+		// took and flushed them. (Records, not IDs: a Loki stream's line
+		// sent twice with one timestamp is one record, as in Loki.)
+		recv := metricValue(t, ref.addrs.HTTP, "faultline_receiver_records_total")
+		consumed := metricValue(t, ref.addrs.HTTP, "faultline_records_consumed_total")
+		lag := metricValue(t, ref.addrs.HTTP, "faultline_index_lag_records")
+		if recv <= 0 || consumed < recv || lag != 0 {
+			return fmt.Errorf("reference: %v records received, %v consumed, %v not flushed", recv, consumed, lag)
+		}
+		if again, err := idsOf(ref.addrs.HTTP); err != nil || len(again) != len(wantIDs) || len(wantIDs) == 0 {
+			return fmt.Errorf("reference: %d records searchable, then %d (%v)", len(wantIDs), len(again), err)
+		}
 		var fs []finding.Finding
 		if err := getAuthJSON(t, "http://"+ref.addrs.HTTP+"/api/findings", "", &fs); err != nil {
 			return err
