@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/finding"
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
 )
@@ -165,5 +166,77 @@ func TestDiskFullStallsAndResumes(t *testing.T) {
 			defer y.Close()
 			check(y)
 		})
+	}
+}
+
+// TestFindingsDiskFull (issue 27: the findings store on a full disk): a put
+// that meets a full disk fails and stalls (logged once, said by Health),
+// leaves nothing torn behind, and once space returns the retried put and the
+// next ones succeed without a restart; every version written is read back at
+// the next open. Before, the cut-short line stayed in the log, the next put
+// was appended to it, and both were skipped as one unreadable line at open:
+// the version put after space returned was lost.
+func TestFindingsDiskFull(t *testing.T) {
+	fs := tmpfs(t, "16m")
+	var logs testutil.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	dir := filepath.Join(fs, "data")
+	x, err := Open(dir, Options{Shards: 1, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func(id string, rev int, size int) finding.Finding {
+		return finding.Finding{ID: id, Rule: "r", Cause: "c", Severity: finding.Critical, Revision: rev,
+			Title: id, Summary: strings.Repeat("s", size), Status: finding.Active}
+	}
+	if err := x.PutFindings([]finding.Finding{version("a", 1, 100)}); err != nil {
+		t.Fatal(err)
+	}
+	filler := fill(t, fs, 0)
+	// Bigger than what is left of the log's last page: the write starts,
+	// then meets the full disk.
+	big := version("a", 2, 64<<10)
+	if err := x.PutFindings([]finding.Finding{big}); err == nil {
+		t.Fatal("a put on a full disk succeeded")
+	}
+	if err := x.PutFindings([]finding.Finding{big}); err == nil {
+		t.Fatal("the retried put on a full disk succeeded")
+	}
+	if h := x.Health(); h == nil || !strings.Contains(h.Error(), "findings") {
+		t.Errorf("health while findings cannot be written: %v", h)
+	}
+	if n := strings.Count(logs.String(), "index writes are failing"); n != 1 {
+		t.Errorf("the stall logged %d times, want once:\n%s", n, logs.String())
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.PutFindings([]finding.Finding{big}); err != nil {
+		t.Fatalf("the put after space returned: %v", err)
+	}
+	if err := x.PutFindings([]finding.Finding{version("b", 1, 100)}); err != nil {
+		t.Fatal(err)
+	}
+	if h := x.Health(); h != nil {
+		t.Errorf("health after space returned: %v", h)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var logs2 testutil.Buffer
+	x, err = Open(dir, Options{Shards: 1, Logger: slog.New(slog.NewTextHandler(&logs2, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	got := map[string]int{}
+	for _, f := range x.Findings() {
+		got[f.ID] = f.Revision
+	}
+	if got["a"] != 2 || got["b"] != 1 || len(got) != 2 {
+		t.Errorf("findings at the next open: %v, want a at revision 2 and b", got)
+	}
+	if strings.Contains(logs2.String(), "skipped") || strings.Contains(logs2.String(), "dropped") {
+		t.Errorf("the log had a torn line:\n%s", logs2.String())
 	}
 }

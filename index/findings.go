@@ -37,7 +37,8 @@ type findingsLog struct {
 	dir  string
 	seq  int // its number
 	f    *os.File
-	size int64
+	size int64 // the bytes known written and synced
+	torn bool  // bytes after size may remain from a failed write
 }
 
 func segmentName(seq int) string { return fmt.Sprintf("%06d.log", seq) }
@@ -254,16 +255,45 @@ func (x *Index) PutFindings(fs []finding.Finding) error {
 		l.f.Close()
 		x.flog, l = next, next
 	}
-	if _, err := l.f.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("write findings: %w", err)
+	if err := l.append(buf.Bytes()); err != nil {
+		// A full disk: the caller (the ledger) retries; the condition is
+		// the index's stall, logged once and said by Health.
+		x.stalled(findingsShard, err)
+		return err
 	}
-	l.size += int64(buf.Len())
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("write findings: %w", err)
-	}
+	x.resumed(findingsShard)
 	for _, f := range fs {
 		x.putFinding(f)
 	}
+	return nil
+}
+
+// findingsShard is the findings log's key among the stalled writers.
+const findingsShard = -1
+
+// append writes b and syncs it, or leaves the file as it was: a write cut
+// short by a full disk is cut off again, so the next put does not append
+// to a torn line (which made both unreadable at the next open, and the
+// version put after space returned was lost).
+func (l *findingsLog) append(b []byte) error {
+	if l.torn {
+		if err := l.f.Truncate(l.size); err != nil {
+			return fmt.Errorf("write findings: cut the torn line off %s: %w", l.f.Name(), err)
+		}
+		l.torn = false
+	}
+	_, err := l.f.Write(b)
+	if err == nil {
+		err = l.f.Sync()
+	}
+	if err != nil {
+		l.torn = true
+		if terr := l.f.Truncate(l.size); terr == nil {
+			l.torn = false
+		}
+		return fmt.Errorf("write findings: %w", err)
+	}
+	l.size += int64(len(b))
 	return nil
 }
 

@@ -80,7 +80,11 @@ func (x *Index) stalled(shard int, err error) {
 		x.stallAt = time.Now()
 		if x.loggedAt.IsZero() || time.Since(x.loggedAt) > stallLogEvery {
 			x.loggedAt = x.stallAt
-			x.log.Error("index writes are failing; retrying until they succeed, nothing is dropped", "shard", shard, "err", err)
+			var writer any = shard
+			if shard == findingsShard {
+				writer = "findings"
+			}
+			x.log.Error("index writes are failing; retrying until they succeed, nothing is dropped", "shard", writer, "err", err)
 		}
 	}
 	x.stalls[shard] = err
