@@ -182,7 +182,11 @@ func SendOTLP(ctx context.Context, o OTLPOptions, files []File) error {
 		}
 		res := resource.NewSchemaless(attrs...)
 		errs := &exportErrors{next: exp}
-		proc := sdklog.NewBatchProcessor(errs, sdklog.WithExportMaxBatchSize(o.Batch), sdklog.WithMaxQueueSize(1<<20))
+		proc := sdklog.NewBatchProcessor(errs, sdklog.WithExportMaxBatchSize(o.Batch), sdklog.WithMaxQueueSize(1<<20),
+			// Batches by size only, so that a send cuts the records the same
+			// way every time: the default 1 s interval cut them wherever a
+			// loaded machine happened to be (two sends then differed).
+			sdklog.WithExportInterval(time.Hour))
 		lp := sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(proc))
 		logger := lp.Logger("faultline-receivertest")
 		nf := byNode[node]
