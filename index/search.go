@@ -112,7 +112,37 @@ type Result struct {
 	// Partial names the searchers of a fan-out (analyzers) that did not
 	// answer, and why: the hits and counts are those of the others.
 	Partial []string `json:"partial,omitempty"`
+	// Covered is, in a cluster member's answer (fanout.Restrict), the
+	// partitions it holds every event of; a fan-out names the others in
+	// Missing. Nil outside cluster mode.
+	Covered []int `json:"covered,omitempty"`
+	// Missing are the partitions of the stream whose events are absent
+	// from this answer, in full or in part, and why (a take-over: nobody
+	// owns them yet, or their new owner is still indexing them); each is
+	// in Partial too. MissingShare is the share of the stream's messages
+	// they hold (0 to 1): how much the counts may fall short.
+	Missing      []Gap   `json:"missing,omitempty"`
+	MissingShare float64 `json:"missing_share,omitempty"`
 }
+
+// Gap is a partition a search result lacks events of.
+type Gap struct {
+	Partition int    `json:"partition"`
+	Reason    string `json:"reason"` // GapUnowned, GapReindexing, GapNoAnswer
+	// Owner is the member that holds (or held) it, when known.
+	Owner string `json:"owner,omitempty"`
+	// Messages are the partition's stream messages the answer lacks, as
+	// far as known (0: not known; the fan-out then counts the whole
+	// partition).
+	Messages uint64 `json:"messages,omitempty"`
+}
+
+// Why a partition is missing from a result.
+const (
+	GapUnowned    = "unowned"     // no member holds its lease (a take-over under way)
+	GapReindexing = "re-indexing" // its owner is still indexing it
+	GapNoAnswer   = "no answer"   // its owner did not answer the search
+)
 
 // FacetFields are the fields Query.Facets counts.
 var FacetFields = []string{FieldNode, FieldContainer, FieldSource, FieldLevel}

@@ -100,7 +100,7 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 	// member announce each version.
 	stop = s.startAnnouncer(ctx, node.Claims, true)
 	s.node.Store(node) // the HTTP handlers read it from now on
-	s.useClusterSearch(node)
+	s.useClusterSearch(node, st, parts)
 	s.log.Info("cluster member", "member", opts.Member, "partitions", parts, "replicas", replicas, "http", advertise)
 	return func(ctx context.Context) error {
 		node.Run(ctx, func(ctx context.Context, l *cluster.Lease) { s.own(ctx, st, l) })
@@ -218,6 +218,10 @@ type partLane struct {
 	lease  *cluster.Lease
 	saveMu sync.Mutex
 	saved  rule.Checkpoint // under saveMu
+	// target is the partition's last message when the lane opened: until
+	// the index holds it, the partition is being re-indexed (a search
+	// says so).
+	target uint64
 }
 
 // openLane prepares partition p's lane: a new engine restored from the
@@ -256,7 +260,13 @@ func (s *server) openLane(ctx context.Context, st jetstream.Stream, l *cluster.L
 	cfg.Reopen = func(ctx context.Context, from uint64) (lane.Source, error) {
 		return openOrdered(ctx, st, fromSeq(filter, from), nil, nil)
 	}
-	pl := &partLane{Lane: lane.New(cfg, r), lease: l, saved: cp}
+	var target uint64
+	if m, err := st.GetLastMsgForSubject(ctx, transport.PartitionFilter(p)); err == nil {
+		target = m.Sequence
+	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, occ, fmt.Errorf("partition %d: last message: %w", p, err)
+	}
+	pl := &partLane{Lane: lane.New(cfg, r), lease: l, saved: cp, target: target}
 	start := max(min(from, r.IndexFrom), first)
 	occ = fromSeq(occ, start)
 	s.log.Info("partition replay", "partition", p, "epoch", l.Epoch, "from_seq", start, "engine_from", from,
@@ -309,6 +319,12 @@ func (ls *laneSet) add(l *partLane) {
 		ls.lanes = map[int]*partLane{}
 	}
 	ls.lanes[l.Part()] = l
+}
+
+func (ls *laneSet) get(p int) *partLane {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.lanes[p]
 }
 
 func (ls *laneSet) remove(l *partLane) {

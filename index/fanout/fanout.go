@@ -33,6 +33,9 @@ type Peer struct {
 	// analyzer's member name or URL.
 	Name     string
 	Searcher index.Searcher
+	// Owns are the partitions it said it owns (its last heartbeat): those
+	// it fails to answer for are named missing (Options.Stream).
+	Owns []int
 }
 
 // Options tune a fan-out. The zero value is usable.
@@ -45,6 +48,11 @@ type Options struct {
 	// says so before this one gives up on it).
 	PeerTimeout time.Duration
 	Logger      *slog.Logger
+	// Stream, when set, is the partitioned stream of the members: a
+	// result then names in Missing (and Partial) every partition no
+	// member answered for in full, with the share of messages they hold,
+	// rather than counting short in silence.
+	Stream Stream
 }
 
 // Searcher is an index.Searcher over the members of a fan-out.
@@ -168,6 +176,7 @@ func (f *Searcher) Search(ctx context.Context, q index.Query) (index.Result, err
 		}
 		streams = append(streams, newStream(ms[i], first, r))
 	}
+	f.coverage(ctx, &res, ms, results, errs)
 	if q.Facets {
 		res.Facets = index.MergeFacets(facets...)
 	}

@@ -108,10 +108,10 @@ func newCluster(t testing.TB) *cluster {
 	p2 := openIndex(t, ofPartition(evs, 2))
 	p3 := openIndex(t, ofPartition(evs, 3))
 	c.peers = []Peer{
-		{Name: "peer-2", Searcher: Remote(serve(t, Restrict(p2, owning(2))), token, nil)},
+		{Name: "peer-2", Searcher: Remote(serve(t, Restrict(p2, owning(2), nil)), token, nil)},
 		{Name: "peer-3", Searcher: Remote(serve(t, p3), token, nil)},
 	}
-	c.fan = New(Restrict(c.local, owning(1)), func() []Peer { return c.peers }, Options{})
+	c.fan = New(Restrict(c.local, owning(1), nil), func() []Peer { return c.peers }, Options{})
 	return c
 }
 
@@ -291,12 +291,12 @@ func TestFanOutContextBoundsTimeline(t *testing.T) {
 		t.Errorf("unknown event: %v, want ErrNotFound", err)
 	}
 	stale := ofPartition(c.evs, 3)[0].ID // in the local index too, partition 3 not owned there
-	if _, err := Restrict(c.local, owning(1)).Context(ctx, stale, 1); !errors.Is(err, index.ErrNotFound) {
+	if _, err := Restrict(c.local, owning(1), nil).Context(ctx, stale, 1); !errors.Is(err, index.ErrNotFound) {
 		t.Errorf("stale event through Restrict: %v, want ErrNotFound", err)
 	}
 	// The local index's newest events are its stale copies of partition 3.
 	_, staleHi, _ := c.local.Bounds(ctx)
-	if lo, hi, err := Restrict(c.local, owning(1)).Bounds(ctx); err != nil || !lo.Equal(t0) || !hi.Equal(t0.Add(14*time.Second)) || !staleHi.After(hi) {
+	if lo, hi, err := Restrict(c.local, owning(1), nil).Bounds(ctx); err != nil || !lo.Equal(t0) || !hi.Equal(t0.Add(14*time.Second)) || !staleHi.After(hi) {
 		t.Errorf("bounds of partition 1: %v %v (%v), want %v %v (the index's newest: %v)", lo, hi, err, t0, t0.Add(14*time.Second), staleHi)
 	}
 	lo, hi, err := c.fan.Bounds(ctx)
@@ -366,7 +366,7 @@ func TestFanOutDuplicatesAndDeadPeer(t *testing.T) {
 
 	dead := httptest.NewServer(nil)
 	dead.Close()
-	withDead := New(Restrict(c.local, owning(1)), func() []Peer {
+	withDead := New(Restrict(c.local, owning(1), nil), func() []Peer {
 		return append(slices.Clone(c.peers), Peer{Name: "peer-dead", Searcher: Remote(dead.URL, token, nil)})
 	}, Options{})
 	res, err := withDead.Search(ctx, index.Query{Size: 20, Facets: true, Histogram: 10})

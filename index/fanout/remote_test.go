@@ -57,7 +57,7 @@ func TestRemoteQueryValues(t *testing.T) {
 func TestRemoteLocalOrCluster(t *testing.T) {
 	c := newCluster(t)
 	ctx := context.Background()
-	h, err := web.NewHandler(web.Config{Index: c.fan, Local: Restrict(c.local, owning(1)), Token: token})
+	h, err := web.NewHandler(web.Config{Index: c.fan, Local: Restrict(c.local, owning(1), nil), Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,21 +15,27 @@ import (
 // Restrict returns s seeing only the events of the partitions owned
 // returns at each request: what an analyzer answers for in a fan-out (its
 // index may still hold partitions it owned before). Findings and Stats
-// are s's.
-func Restrict(s index.Searcher, owned func() []int) index.Searcher {
-	return &restricted{s: s, owned: owned}
+// are s's. reindexing (nil: none) names the owned partitions its index
+// does not hold in full yet (a partition just taken over): an answer
+// covers (Result.Covered) the others and says these are missing.
+func Restrict(s index.Searcher, owned func() []int, reindexing func() []index.Gap) index.Searcher {
+	if reindexing == nil {
+		reindexing = func() []index.Gap { return nil }
+	}
+	return &restricted{s: s, owned: owned, reindexing: reindexing}
 }
 
 type restricted struct {
-	s     index.Searcher
-	owned func() []int
+	s          index.Searcher
+	owned      func() []int
+	reindexing func() []index.Gap
 }
 
 // partitions are the owned ones among ps (nil: all owned); never nil, so
 // that owning none finds nothing.
-func (r *restricted) partitions(ps []int) []int {
+func (r *restricted) partitions(owned, ps []int) []int {
 	out := []int{}
-	for _, p := range r.owned() {
+	for _, p := range owned {
 		if ps == nil || slices.Contains(ps, p) {
 			out = append(out, p)
 		}
@@ -38,8 +44,25 @@ func (r *restricted) partitions(ps []int) []int {
 }
 
 func (r *restricted) Search(ctx context.Context, q index.Query) (index.Result, error) {
-	q.Partitions = r.partitions(q.Partitions)
-	return r.s.Search(ctx, q)
+	owned := r.owned()
+	q.Partitions = r.partitions(owned, q.Partitions)
+	res, err := r.s.Search(ctx, q)
+	if err != nil {
+		return res, err
+	}
+	gaps := r.reindexing()
+	res.Covered = []int{}
+	for _, p := range q.Partitions {
+		if !slices.ContainsFunc(gaps, func(g index.Gap) bool { return g.Partition == p }) {
+			res.Covered = append(res.Covered, p)
+		}
+	}
+	for _, g := range gaps {
+		if slices.Contains(q.Partitions, g.Partition) {
+			res.Missing = append(res.Missing, g)
+		}
+	}
+	return res, nil
 }
 
 // Context is that of an event of an owned partition (the records around

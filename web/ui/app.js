@@ -145,6 +145,7 @@ async function search(fromHistory) {
     renderEmpty(res.total === 0);
     const ms = (res.took_ns / 1e6).toFixed(1);
     setStatus(`${res.total} hits · ${ms} ms` + (res.errors ? ' · partial: ' + res.errors.join('; ') : '') +
+      (res.missing_share ? ` · about ${Math.max(1, Math.round(res.missing_share * 100))}% of the stream missing` : '') +
       (res.partial ? ' · partial: ' + res.partial.join('; ') : ''));
     $('prev').disabled = state.from === 0;
     $('next').disabled = !res.next;

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/faultline/faultline/index"
+	"github.com/faultline/faultline/internal/natstest"
+	"github.com/faultline/faultline/internal/testutil"
+	"github.com/faultline/faultline/transport"
+)
+
+// searchResult is one search of everything on httpAddr, as the API gives it.
+func searchResult(httpAddr string) (index.Result, error) {
+	var res index.Result
+	resp, err := http.Get("http://" + httpAddr + "/api/search?size=-1")
+	if err != nil {
+		return res, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return res, fmt.Errorf("search: %s", resp.Status)
+	}
+	return res, json.NewDecoder(resp.Body).Decode(&res)
+}
+
+// TestClusterSearchSaysWhatIsMissing (issue 22 item 1): analyzer b's link
+// to NATS freezes; its leases lapse, analyzer a takes its partitions over
+// and indexes them. Throughout, a search on a either counts every record
+// or names the partitions it lacks (unowned, then re-indexing) with the
+// share of the stream they hold, and counts at least every record of the
+// others: never a short count with partial empty.
+func TestClusterSearchSaysWhatIsMissing(t *testing.T) {
+	srv := testutil.RunJetStreamServer(t)
+	proxy := natstest.StartProxy(t, srv.Addr().String())
+	const parts = 4
+	cfg := func(member, url string) Config {
+		return Config{NATS: transport.NATSOptions{URL: url}, Durable: "analyzer",
+			Cluster: ClusterConfig{Partitions: parts, Member: member, LeaseTTL: 2 * time.Second}}
+	}
+	a := startServer(t, cfg("a", srv.ClientURL()))
+	b := startServer(t, cfg("b", proxy.URL()))
+	testutil.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		if na, nb := ownedOf(t, a.addrs.HTTP), ownedOf(t, b.addrs.HTTP); na+nb != parts || na == 0 || nb == 0 {
+			return fmt.Errorf("a owns %d, b %d of %d partitions", na, nb, parts)
+		}
+		return nil
+	})
+	nc := connectRetrying(t, srv.ClientURL())
+	js, _ := jetstream.New(nc)
+	recs := clusterInput(t, []string{"c1", "c2", "c3", "c4", "c5", "c6"}, 6000)
+	publishRecords(t, js, recs, 200)
+	wantSearchable(t, a.addrs.HTTP, recs, 60*time.Second)
+	per := make([]uint64, parts)
+	for _, r := range recs {
+		per[transport.PartitionOf(r.Cluster, parts)]++
+	}
+
+	proxy.Freeze()
+	frozen := time.Now()
+	reasons := map[string]bool{}
+	var complete time.Duration
+	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		res, err := searchResult(a.addrs.HTTP)
+		if err != nil {
+			return err
+		}
+		if len(res.Partial) == 0 {
+			if res.Total != uint64(len(recs)) {
+				t.Fatalf("%v after the freeze: %d of %d records found, partial empty: a silent undercount", time.Since(frozen).Round(time.Millisecond), res.Total, len(recs))
+			}
+			if ownedOf(t, a.addrs.HTTP) != parts {
+				return fmt.Errorf("a owns %d partitions", ownedOf(t, a.addrs.HTTP))
+			}
+			complete = time.Since(frozen)
+			return nil
+		}
+		var missing []int
+		var least uint64
+		for _, g := range res.Missing {
+			reasons[g.Reason] = true
+			missing = append(missing, g.Partition)
+		}
+		for p := range parts {
+			if !slices.Contains(missing, p) {
+				least += per[p]
+			}
+		}
+		if len(res.Missing) == 0 || res.MissingShare <= 0 || res.MissingShare > 1 {
+			t.Fatalf("partial %v without the partitions missing or their share (%v, %v)", res.Partial, res.Missing, res.MissingShare)
+		}
+		if res.Total < least || res.Total > uint64(len(recs)) {
+			t.Fatalf("%d records found with partitions %v missing: want %d..%d", res.Total, missing, least, len(recs))
+		}
+		return fmt.Errorf("partial: %v (%.0f%% missing)", res.Partial, 100*res.MissingShare)
+	})
+	if !reasons[index.GapUnowned] || !reasons[index.GapReindexing] {
+		t.Errorf("the take-over was seen missing for %v, want both %q and %q", reasons, index.GapUnowned, index.GapReindexing)
+	}
+	t.Logf("every record found again %v after b's link froze; missing meanwhile: %v", complete.Round(time.Millisecond), reasons)
+	proxy.Thaw()
+	_ = b
+}
