@@ -53,6 +53,7 @@ func startServe(t *testing.T, args ...string) *serving {
 	testutil.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		select {
 		case code := <-s.done:
+			s.done <- code // for the cleanup, which would wait 30 s for it
 			t.Fatalf("serve exited with %d:\n%s", code, s.errs.String())
 		default:
 		}
