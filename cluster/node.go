@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -54,6 +55,8 @@ type Node struct {
 	members, leases jetstream.KeyValue
 	*Claims
 	*State
+
+	beat atomic.Int64 // since start (monotonic), of the last heartbeat stored
 
 	mu    sync.Mutex
 	held  map[int]*Lease
@@ -220,8 +223,13 @@ func (n *Node) heartbeat(ctx context.Context) []Member {
 	b, _ := json.Marshal(me)
 	cctx, cancel := context.WithTimeout(ctx, n.requestTimeout())
 	defer cancel()
-	if _, err := n.members.Put(cctx, n.opts.Member, b); err != nil && ctx.Err() == nil {
-		n.log.Warn("cluster heartbeat failed", "err", err)
+	sent := time.Since(n.start)
+	if _, err := n.members.Put(cctx, n.opts.Member, b); err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("cluster heartbeat failed", "err", err)
+		}
+	} else {
+		n.beat.Store(int64(sent))
 	}
 	lister, err := n.members.ListKeys(cctx)
 	if err != nil {
@@ -402,6 +410,16 @@ func (n *Node) Members() []Member {
 	defer n.mu.Unlock()
 	return slices.Clone(n.live)
 }
+
+// SinceHeartbeat is how long ago the last heartbeat that was stored was
+// sent (since Join, before the first). Past the TTL the other members no
+// longer count this one, and its leases have lapsed: a member cut off.
+func (n *Node) SinceHeartbeat() time.Duration {
+	return time.Since(n.start) - time.Duration(n.beat.Load())
+}
+
+// TTL is how long a lease or a membership outlives its last renewal.
+func (n *Node) TTL() time.Duration { return n.opts.TTL }
 
 // ID is this member's name.
 func (n *Node) ID() string { return n.opts.Member }

@@ -90,6 +90,13 @@ func (h *holdings) own(member string) OwnFunc {
 	}
 }
 
+// count is how many partitions are run now.
+func (h *holdings) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.holder)
+}
+
 // owners returns partition -> member, and an error unless all parts are run.
 func (h *holdings) owners(parts int) (map[int]string, error) {
 	h.mu.Lock()
@@ -113,7 +120,12 @@ type member struct {
 
 func startMember(t *testing.T, url, name string, parts int, ttl time.Duration, h *holdings) *member {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	return startMemberWith(t, url, name, parts, ttl, h, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+}
+
+func startMemberWith(t *testing.T, url, name string, parts int, ttl time.Duration, h *holdings, opts ...nats.Option) *member {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

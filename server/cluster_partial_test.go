@@ -107,3 +107,62 @@ func TestClusterSearchSaysWhatIsMissing(t *testing.T) {
 	proxy.Thaw()
 	_ = b
 }
+
+func healthCode(httpAddr string) int {
+	resp, err := http.Get("http://" + httpAddr + "/healthz")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestClusterZombieRejoins (issue 22 item 3): analyzer b's NATS link goes
+// silent (every byte held, nothing closed). Within about the lease TTL b
+// gives its partitions up and its /healthz says 503, while a owns them
+// all. Then its network comes back under a new address: the old
+// connection stays silent for good, a new one works. b notices the dead
+// connection within two pings, reconnects, and owns partitions again;
+// /healthz is 200 again. Before, with the client's 2-minute pings, b stayed
+// connected to nothing, owning nothing, with /healthz ok.
+func TestClusterZombieRejoins(t *testing.T) {
+	srv := testutil.RunJetStreamServer(t)
+	proxy := natstest.StartProxy(t, srv.Addr().String())
+	const parts, ttl = 4, 2 * time.Second
+	cfg := func(member, url string) Config {
+		return Config{NATS: transport.NATSOptions{URL: url}, Durable: "analyzer",
+			Cluster: ClusterConfig{Partitions: parts, Member: member, LeaseTTL: ttl}}
+	}
+	a := startServer(t, cfg("a", srv.ClientURL()))
+	b := startServer(t, cfg("b", proxy.URL()))
+	both := func() error {
+		if na, nb := ownedOf(t, a.addrs.HTTP), ownedOf(t, b.addrs.HTTP); na+nb != parts || na == 0 || nb == 0 {
+			return fmt.Errorf("a owns %d, b %d of %d partitions", na, nb, parts)
+		}
+		return nil
+	}
+	testutil.CheckFor(t, 20*time.Second, 50*time.Millisecond, both)
+
+	proxy.Freeze()
+	cut := time.Now()
+	testutil.CheckFor(t, 3*ttl, 50*time.Millisecond, func() error {
+		if code := healthCode(b.addrs.HTTP); code != http.StatusServiceUnavailable {
+			return fmt.Errorf("b's /healthz %d, cut off for %v", code, time.Since(cut).Round(time.Millisecond))
+		}
+		if nb, na := ownedOf(t, b.addrs.HTTP), ownedOf(t, a.addrs.HTTP); nb != 0 || na != parts {
+			return fmt.Errorf("b owns %d, a %d partitions", nb, na)
+		}
+		return nil
+	})
+	t.Logf("cut off: b's /healthz 503 and its partitions with a %v after", time.Since(cut).Round(time.Millisecond))
+
+	proxy.Strand()
+	back := time.Now()
+	testutil.CheckFor(t, 3*ttl, 50*time.Millisecond, func() error {
+		if code := healthCode(b.addrs.HTTP); code != http.StatusOK {
+			return fmt.Errorf("b's /healthz %d", code)
+		}
+		return both()
+	})
+	t.Logf("new address: b a member owning partitions again %v after", time.Since(back).Round(time.Millisecond))
+}

@@ -13,6 +13,8 @@ func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 	switch {
 	case !s.nc.IsConnected():
 		http.Error(w, "not ready: NATS disconnected", http.StatusServiceUnavailable)
+	case s.memberProblem() != "":
+		http.Error(w, "not ready: "+s.memberProblem(), http.StatusServiceUnavailable)
 	case s.warming.Load():
 		http.Error(w, "not ready: replaying the stream into the rules", http.StatusServiceUnavailable)
 	default:

@@ -235,6 +235,12 @@ func (s *server) startNATS() (stop func(), natsURL string, err error) {
 			nats.ConnectHandler(func(*nats.Conn) { s.connErr.Store("") }),
 			nats.ReconnectHandler(func(*nats.Conn) { s.connErr.Store("") }))
 	}
+	if cfg.Cluster.Enabled() {
+		// A member must notice a dead or frozen server in seconds, before
+		// its leases lapse, and reconnect to another (the client's default
+		// is two pings of 2 minutes: a zombie member for minutes).
+		opts = append(opts, cluster.ConnOptions(cfg.Cluster.LeaseTTL)...)
+	}
 	opts = append(opts, nats.Name("faultline-analyzer"),
 		// Asynchronous errors (a slow consumer dropping messages, a
 		// permission refused) are logged and counted, never silent.
@@ -520,6 +526,10 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 		status, code = "nats disconnected", http.StatusServiceUnavailable
 	} else if p := s.natsStore.Problem(); p != "" {
 		status, code = p, http.StatusServiceUnavailable
+	} else if why := s.memberProblem(); why != "" {
+		// Connected or not, a member whose heartbeats are not stored is
+		// no member: its partitions are given up (a zombie).
+		status, code = why, http.StatusServiceUnavailable
 	} else if stalled := s.idx.Stats().Stalled; stalled != "" {
 		// A full disk: records are not acknowledged until they are indexed.
 		status, code = stalled, http.StatusServiceUnavailable
@@ -551,6 +561,19 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(body)
+}
+
+// memberProblem says why this analyzer is not a working cluster member
+// ("" when it is, or outside cluster mode).
+func (s *server) memberProblem() string {
+	n := s.node.Load()
+	if n == nil {
+		return ""
+	}
+	if d := n.SinceHeartbeat(); d > n.TTL() {
+		return fmt.Sprintf("cluster member cut off: no heartbeat stored for %v, its partitions given up", d.Round(100*time.Millisecond))
+	}
+	return ""
 }
 
 // redactURLs hides the passwords of a comma-separated list of NATS URLs.

@@ -13,10 +13,11 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu     sync.Mutex
-	frozen bool
-	thaw   *sync.Cond
-	conns  []net.Conn
+	mu       sync.Mutex
+	frozen   bool
+	thaw     *sync.Cond
+	conns    []net.Conn
+	stranded map[net.Conn]bool
 }
 
 // StartProxy listens on a random port of 127.0.0.1 and forwards to target
@@ -30,7 +31,14 @@ func StartProxy(t testing.TB, target string) *Proxy {
 	p := &Proxy{ln: ln, target: target}
 	p.thaw = sync.NewCond(&p.mu)
 	go p.accept()
-	t.Cleanup(func() { ln.Close(); p.Thaw(); p.Cut() })
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		p.stranded = nil
+		p.mu.Unlock()
+		p.Thaw()
+		p.Cut()
+	})
 	return p
 }
 
@@ -50,6 +58,22 @@ func (p *Proxy) Freeze() {
 // Thaw lets the bytes held go on.
 func (p *Proxy) Thaw() {
 	p.mu.Lock()
+	p.frozen = false
+	p.thaw.Broadcast()
+	p.mu.Unlock()
+}
+
+// Strand freezes the connections open now for good and thaws the proxy
+// for new ones: what a client sees when its address changes under it (its
+// old connection silent, never closed; a new one works).
+func (p *Proxy) Strand() {
+	p.mu.Lock()
+	if p.stranded == nil {
+		p.stranded = map[net.Conn]bool{}
+	}
+	for _, c := range p.conns {
+		p.stranded[c] = true
+	}
 	p.frozen = false
 	p.thaw.Broadcast()
 	p.mu.Unlock()
@@ -93,7 +117,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			for p.frozen {
+			for p.frozen || p.stranded[src] || p.stranded[dst] {
 				p.thaw.Wait()
 			}
 			p.mu.Unlock()

@@ -1,0 +1,24 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ConnOptions are the NATS client options a member's connection needs: a
+// dead or frozen server noticed in about two pings of TTL/10 (the client's
+// default is two of 2 minutes, during which a member's leases all lapse and
+// it stays a zombie), and reconnection to any server, without end.
+func ConnOptions(ttl time.Duration) []nats.Option {
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	ping := min(max(ttl/10, 100*time.Millisecond), 2*time.Second)
+	return []nats.Option{
+		nats.PingInterval(ping),
+		nats.MaxPingsOutstanding(2),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(ping),
+	}
+}
