@@ -119,8 +119,10 @@ func BlockWith(w io.Writer, f finding.Finding, root finding.Finding, o TextOptio
 // "registered ip".
 func FactLabel(name string) string { return strings.ReplaceAll(name, "_", " ") }
 
-// OtherRow is the head of a table's row of values no node owns.
-const OtherRow = "(no one node)"
+// OtherRow is the head of a table's row of values no node owns: the
+// launch's own (a placement request, the cluster's GPU total), stated in
+// some node's logs ("(no one node)" read as a row about no machine).
+const OtherRow = "(cluster)"
 
 // nodeTable writes the per-node table of the facts (finding.Table), one
 // column per fact, aligned; a value no node owns says whose logs state it.

@@ -81,7 +81,7 @@ func TestBrowserFindingAsDrawn(t *testing.T) {
 	for i, want := range []string{
 		"spark-1 | — | 10.1.230.180 | — | 192.168.200.12",
 		"spark-2 | — | 10.1.230.181 | — | 192.168.200.13",
-		"(no one node) | 192.168.200.12 logs of spark-1 | — | 2 logs of spark-1 | —",
+		"(cluster) | 192.168.200.12 (logs of spark-1) | — | 2 (logs of spark-1) | —",
 	} {
 		if i >= len(rows) || rows[i] != want {
 			t.Errorf("table rows %q, want row %d %q", rows, i, want)
@@ -118,6 +118,7 @@ func TestBrowserFindingAsDrawn(t *testing.T) {
 		t.Errorf("show all: %d lines, want 14", n)
 	}
 
+	brokenWords(t, ctx, "1400")
 	wide := `document.documentElement.scrollWidth > document.documentElement.clientWidth`
 	fixTop := `document.querySelector('#findings details.finding[open] .fix').getBoundingClientRect().top`
 	if run(t, ctx, chromedp.Evaluate[bool](wide)) {
@@ -137,8 +138,60 @@ func TestBrowserFindingAsDrawn(t *testing.T) {
 		w := run(t, ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
 		t.Errorf("the page scrolls sideways at 390 px: %d px wide", w)
 	}
+	brokenWords(t, ctx, "390")
 	if top := run(t, ctx, chromedp.Evaluate[float64](fixTop)); top > 844 {
 		t.Errorf("the fix starts %v px down at 390×844: not on the first screen", top)
+	}
+}
+
+// brokenWords: no word with a hyphen (a flag, a node name) of the open
+// finding's summary and fix is broken over two lines: --node-ip-address
+// read "-" / "-node-ip-address" on a phone, spark-2 "spark-" / "2)" at
+// 1400 px. Words over 40 characters may break (a phone has to).
+func brokenWords(t *testing.T, ctx context.Context, size string) {
+	t.Helper()
+	broken := run(t, ctx, chromedp.Evaluate[[]string](`(() => {
+		const out = [];
+		for (const root of document.querySelectorAll('#findings details.finding[open] :is(.summary, .fix)')) {
+			const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+			for (let n; (n = walk.nextNode()); ) {
+				for (const m of n.data.matchAll(/\S*(?:\w-|-\w)\S*/g)) {
+					if (m[0].length > 40) continue;
+					const r = document.createRange();
+					r.setStart(n, m.index);
+					r.setEnd(n, m.index + m[0].length);
+					if (new Set([...r.getClientRects()].map((b) => Math.round(b.top))).size > 1) out.push(m[0]);
+				}
+			}
+		}
+		return out;
+	})()`))
+	if len(broken) > 0 {
+		t.Errorf("at %s px the finding breaks %d words with a hyphen over two lines: %q", size, len(broken), broken)
+	}
+	// Where each evidence line is and what it proves is not broken inside
+	// a word: "tri" / "ed node ip", "raylet.out:1" / "7" on a phone.
+	broken = run(t, ctx, chromedp.Evaluate[[]string](`(() => {
+		const out = [];
+		const oneLine = (n, at, word) => {
+			const r = document.createRange();
+			r.setStart(n, at);
+			r.setEnd(n, at + word.length);
+			if (new Set([...r.getClientRects()].map((b) => Math.round(b.top))).size > 1) out.push(word);
+		};
+		for (const root of document.querySelectorAll('#findings details.finding[open] ol.evidence .ev-where')) {
+			const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+			for (let n; (n = walk.nextNode()); ) {
+				for (const m of n.data.matchAll(/[^\/\s·]+:\d+/g)) oneLine(n, m.index, m[0]);
+				for (const m of n.data.matchAll(/ · [^·]+/g)) {
+					for (const w of m[0].matchAll(/[^\s·]+/g)) oneLine(n, m.index + w.index, w[0]);
+				}
+			}
+		}
+		return out;
+	})()`))
+	if len(broken) > 0 {
+		t.Errorf("at %s px the evidence breaks %d of its files' names or what its lines prove: %q", size, len(broken), broken)
 	}
 }
 

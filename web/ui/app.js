@@ -402,10 +402,43 @@ const factLabel = (name) => name.replace(/_/g, ' ');
 
 // prose renders a rule's text with its `commands` as code (as text nodes:
 // a rule's text is data, never markup).
+// prose renders a finding's text: `code` spans as code, each line its own
+// block ("- " lines as a list item whose wrapped lines hang under its text,
+// indented lines indented), and no break inside a word with a hyphen
+// (--node-ip-address broke as "-" / "-node-ip-address", spark-2 as "spark-"
+// / "2)"): the text copies as written, only the places it wraps change.
 function prose(tag, cls, text) {
   const p = el(tag, { class: cls });
-  (text || '').split('`').forEach((part, i) => p.append(i % 2 ? el('code', {}, part) : document.createTextNode(part)));
+  const lines = (text || '').split('\n');
+  let code = false; // a code span may run over a line's end
+  for (const line of lines) {
+    const m = /^(\s*)(- )?/.exec(line);
+    const host = lines.length > 1
+      ? el('span', { class: 'line' + (m[2] ? ' bullet' : '') + (m[1] ? ' indent' : '') })
+      : p;
+    if (lines.length > 1) {
+      if (m[1]) host.style.paddingLeft = `${m[1].length * 0.5}em`;
+      p.append(host);
+    }
+    line.slice(lines.length > 1 ? m[1].length : 0).split('`').forEach((part, i) => {
+      if (i > 0) code = !code;
+      if (part === '') return;
+      const into = code ? host.appendChild(el('code', {})) : host;
+      unbroken(into, part);
+    });
+  }
   return p;
+}
+
+// unbroken appends text whose words with a hyphen (at most 40 characters:
+// a longer one may have to break on a phone) never wrap inside.
+function unbroken(into, text) {
+  for (const part of text.split(/(\S*(?:\w-|-\w)\S*)/)) {
+    if (part === '') continue;
+    if (/\w-|-\w/.test(part) && part.length <= 40) into.append(el('span', { class: 'nobr' }, part));
+    else into.append(document.createTextNode(part));
+  }
+  return into;
 }
 const clock = (t) => fmtTime(t).slice(11); // HH:MM:SS.mmm
 const recordLink = (id, text, cls) => el('a', {
@@ -420,11 +453,11 @@ function nodeTable(t) {
   if (!t || !t.rows || t.rows.length === 0) return null;
   const head = el('tr', {}, el('th', {}, 'node'), ...t.columns.map((c) => el('th', {}, factLabel(c))));
   const rows = t.rows.map((r) => el('tr', { dataset: { node: r.node } },
-    el('th', { scope: 'row' }, r.node || '(no one node)'),
+    el('th', { scope: 'row' }, r.node || '(cluster)'),
     ...r.cells.map((c, i) => el('td', { dataset: { label: factLabel(t.columns[i]), fact: t.columns[i] } },
       ...(c.values || []).flatMap((v, j) => [j ? ', ' : null, recordLink((c.records || [])[j], v, 'fact-value')]),
       c.values && c.values.length ? null : el('span', { class: 'none' }, '—'),
-      c.seen_on && c.seen_on.length ? el('span', { class: 'seen-on' }, ` logs of ${c.seen_on.join(', ')}`) : null))));
+      c.seen_on && c.seen_on.length ? el('span', { class: 'seen-on' }, ` (logs of ${c.seen_on.join(', ')})`) : null))));
   return el('div', { class: 'table-wrap' }, el('table', { class: 'node-table' }, el('thead', {}, head), el('tbody', {}, ...rows)));
 }
 
@@ -475,8 +508,23 @@ function evidenceItem(f, e, i) {
       el('a', {
         href: '#', class: 'evidence-link', dataset: { id: e.record_id },
         onclick: (event) => { event.preventDefault(); openContext(e.record_id); },
-      }, first[0], first.length > 1 ? ` (+${first.length - 1} lines)` : ''),
-      el('span', { class: 'ev-where' }, `${e.file}:${e.line}`, e.fact ? ` · ${factLabel(e.fact)}` : '', isFail ? ' · ✗ failed here' : '')));
+      }, unbroken(el('span', {}), first[0]), first.length > 1 ? ` (+${first.length - 1} lines)` : ''),
+      evidenceWhere(e, isFail)));
+}
+
+// evidenceWhere says where a line is and what it proves. On a phone the
+// path breaks after a folder, never inside the file's name, its line
+// number ("raylet.out:1" / "7") or the fact ("tri" / "ed node ip").
+function evidenceWhere(e, isFail) {
+  const w = el('span', { class: 'ev-where' });
+  const parts = `${e.file}:${e.line}`.split('/');
+  parts.forEach((part, i) => {
+    if (i < parts.length - 1) w.append(part + '/', el('wbr', {}));
+    else w.append(part.length <= 48 ? el('span', { class: 'nobr' }, part) : part);
+  });
+  if (e.fact) w.append(el('span', { class: 'nobr' }, ` · ${factLabel(e.fact)}`));
+  if (isFail) w.append(el('span', { class: 'nobr' }, ' · ✗ failed here'));
+  return w;
 }
 
 function evidenceList(f) {
