@@ -91,6 +91,10 @@ type server struct {
 // function that returns its stop, and they stop in the reverse order.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
+	if err := cfg.Stream.Validate(); err != nil {
+		// Retrying the stream's creation would fail the same way forever.
+		return fmt.Errorf("log stream: %w", err)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}

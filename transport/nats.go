@@ -119,9 +119,44 @@ func (so StreamOptions) StreamConfig(maxPayload int64) jetstream.StreamConfig {
 		cfg.MaxBytes = -1
 	}
 	if cfg.Duplicates == 0 {
-		cfg.Duplicates = 10 * time.Minute
+		cfg.Duplicates = DefaultDuplicates
 	}
+	cfg.Duplicates = fitDuplicates(cfg.Duplicates, cfg.MaxAge)
 	return cfg
+}
+
+// DefaultDuplicates is the stream's duplicate window unless its retention
+// is shorter.
+const DefaultDuplicates = 10 * time.Minute
+
+// MinRetention is the shortest retention the stream takes: JetStream
+// refuses a max age under 100 ms, and a stream that forgets records within
+// a second cannot be searched or replayed.
+const MinRetention = time.Second
+
+// fitDuplicates is window, at most the retention maxAge: JetStream refuses
+// a duplicate window longer than the stream keeps messages (a retention
+// under 10 minutes never created the stream). A shipper's resend of a
+// batch older than the retention is a record the stream forgot anyway.
+func fitDuplicates(window, maxAge time.Duration) time.Duration {
+	if maxAge > 0 && window > maxAge {
+		return maxAge
+	}
+	return window
+}
+
+// Validate says what is wrong with limits no stream can have.
+func (so StreamOptions) Validate() error {
+	if so.MaxAge < 0 || (so.MaxAge > 0 && so.MaxAge < MinRetention) {
+		return fmt.Errorf("retention age %v: want at least %v", so.MaxAge, MinRetention)
+	}
+	if so.Duplicates < 0 {
+		return fmt.Errorf("duplicate window %v: want a positive duration", so.Duplicates)
+	}
+	if so.MaxBytes < 0 {
+		return fmt.Errorf("retention bytes %d: want a positive size", so.MaxBytes)
+	}
+	return nil
 }
 
 // EnsureStream returns FAULTLINE_LOGS, creating it with so's limits when it

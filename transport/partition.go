@@ -234,6 +234,10 @@ func withLimits(cfg jetstream.StreamConfig, so StreamOptions) (jetstream.StreamC
 		changes = append(changes, fmt.Sprintf("duplicates %v -> %v", cfg.Duplicates, so.Duplicates))
 		cfg.Duplicates = so.Duplicates
 	}
+	if d := fitDuplicates(cfg.Duplicates, cfg.MaxAge); d != cfg.Duplicates {
+		changes = append(changes, fmt.Sprintf("duplicates %v -> %v (the retention)", cfg.Duplicates, d))
+		cfg.Duplicates = d
+	}
 	return cfg, changes
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/faultline/faultline/receiver"
 	"github.com/faultline/faultline/server"
 	"github.com/faultline/faultline/sink"
+	"github.com/faultline/faultline/transport"
 )
 
 // serveSettings are serve's flags, each also the key of the same name in
@@ -301,6 +302,9 @@ func (f *clusterFlags) apply(fs *pflag.FlagSet, cfg *server.Config) error {
 	}
 	if cfg.Stream.MaxAge < 0 {
 		return fmt.Errorf("--retention-age %v: want a positive duration", cfg.Stream.MaxAge)
+	}
+	if cfg.Stream.MaxAge > 0 && cfg.Stream.MaxAge < transport.MinRetention {
+		return fmt.Errorf("--retention-age %v: want at least %v (the stream would forget records before they are read)", cfg.Stream.MaxAge, transport.MinRetention)
 	}
 	cfg.Stream.MaxBytes = int64(f.retentionBytes)
 	return nil
