@@ -22,8 +22,9 @@ type LaunchSpec struct {
 	} `yaml:"opens"`
 	// Ready: the API server came up, the launch is healthy.
 	Ready []Signal `yaml:"ready"`
-	// Failed: literals that prove a launch failed, whatever the cause.
-	Failed []string `yaml:"failed"`
+	// Failed: signals that prove a launch failed, whatever the cause; a
+	// plain string is a literal alone.
+	Failed []Signal `yaml:"failed"`
 }
 
 // Signal is a literal, found by the engine's one literal scan per event,
@@ -31,6 +32,23 @@ type LaunchSpec struct {
 type Signal struct {
 	Literal string `yaml:"literal"`
 	Regex   string `yaml:"regex"`
+}
+
+// UnmarshalYAML takes a signal written as a bare literal ('Traceback
+// (most recent call last)') or as a mapping with literal and regex.
+func (s *Signal) UnmarshalYAML(unmarshal func(any) error) error {
+	var lit string
+	if err := unmarshal(&lit); err == nil {
+		*s = Signal{Literal: lit}
+		return nil
+	}
+	type plain Signal
+	var p plain
+	if err := unmarshal(&p); err != nil {
+		return err
+	}
+	*s = Signal(p)
+	return nil
 }
 
 // launchSet is the compiled launch signals: every literal with the mark
@@ -89,8 +107,8 @@ func compileLaunch(docs []launchDoc) (*launchSet, []Problem) {
 		for i, s := range d.spec.Ready {
 			add(d, markHealthy, fmt.Sprintf("$.ready[%d]", i), s)
 		}
-		for i, lit := range d.spec.Failed {
-			add(d, markFailed, fmt.Sprintf("$.failed[%d]", i), Signal{Literal: lit})
+		for i, s := range d.spec.Failed {
+			add(d, markFailed, fmt.Sprintf("$.failed[%d]", i), s)
 		}
 	}
 	return ls, problems

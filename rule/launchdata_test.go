@@ -62,3 +62,31 @@ ready:
 		}
 	}
 }
+
+// A failure signal may be a bare literal or a literal with a regex the
+// message must also match: the bare exception line of a paste counts, the
+// same words inside a sentence do not.
+func TestFailedSignalWithRegex(t *testing.T) {
+	p, err := LoadFSPack(fstest.MapFS{"launch.yaml": {Data: []byte(`failed:
+  - 'plain literal signal'
+  - literal: 'Error: '
+    regex: '(?m)^(?:[A-Za-z_]\w*\.)*[A-Z]\w*Error: \S'
+`)}}, ".", "dir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := p.launch
+	for _, tt := range []struct {
+		msg  string
+		want bool
+	}{
+		{"ValueError: Loaded weights leave no GPU memory for the KV cache", true},
+		{"requests.exceptions.HTTPError: 401 Client Error: Unauthorized", true},
+		{"the last Error: was handled and retried", false},
+		{"a plain literal signal here", true},
+	} {
+		if got := ls.confirmed(markFailed, tt.msg); got != tt.want {
+			t.Errorf("confirmed(%q) = %v, want %v", tt.msg, got, tt.want)
+		}
+	}
+}
