@@ -2,6 +2,7 @@ package rule
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -70,13 +71,45 @@ func TestRequiredLiterals(t *testing.T) {
 		`No available node types .*?'node:(\S+)'`: {"No available node types "},
 		`(?i)cuda out of memory`:                  nil,
 		`a|b`:                                     nil,
-		`(\S+) (?:was supported until|is not supported anymore)`: {"was supported until", "is not supported anymore"},
+		`(\S+) (?:was supported until|is not supported anymore)`: {" was supported until", " is not supported anymore"},
+		// A run of parts with few spellings is one literal per spelling.
+		`(?m)^[ \t]*0(?:\.0)?/0(?:\.0)? GPU`:         {"0/0 GPU", "0/0.0 GPU", "0.0/0 GPU", "0.0/0.0 GPU"},
+		`(?P<name>NCCL_(?:NET|IB_HCA))=(?P<val>\S+)`: {"NCCL_NET=", "NCCL_IB_HCA="},
+		`[^\n]*[Aa]ddress already in use`:            {"Address already in use", "address already in use"},
+		`port (\d+)[0-9]{2} in use`:                  {" in use"},
 	}
 	for re, want := range tests {
 		got := requiredLiterals(re)
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("requiredLiterals(%q) = %q, want %q", re, got, want)
 		}
+	}
+}
+
+// Every match of every catalog regex holds one of its required literals,
+// in its example and in the example's lines: the prefilter skips no entry
+// that would match.
+func TestRequiredLiteralsHoldOnExamples(t *testing.T) {
+	p, err := LoadBuiltinPack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range p.Entries {
+		if e.m.re == nil || len(e.m.literals) == 0 {
+			continue
+		}
+		for _, text := range append(strings.Split(e.Example, "\n"), e.Example) {
+			for _, m := range e.m.re.FindAllString(text, -1) {
+				n++
+				if !slices.ContainsFunc(e.m.literals, func(l string) bool { return strings.Contains(m, l) }) {
+					t.Errorf("%s: match %q of %q holds none of %q", e.ID, m, e.m.re, e.m.literals)
+				}
+			}
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d matches checked", n)
 	}
 }
 

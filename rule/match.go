@@ -306,7 +306,10 @@ func (e *Entry) extract(ev *parsers.Event, text string) ([][]string, string) {
 		out := make([][]string, len(e.outs))
 		for i, o := range e.outs {
 			out[i] = one
-			if n, ok := parseNumber(field); o.number && ok {
+			if !o.number {
+				continue // parsing it anyway cost an error allocation per event
+			}
+			if n, ok := parseNumber(field); ok {
 				out[i] = []string{fmtNumber(n)}
 			}
 		}
@@ -409,6 +412,13 @@ func (e *Engine) record(ls *launchState, fact string, vals []string, self bool, 
 		if self && (vi.owner == "" || ev.Time.Before(vi.ownerAt) || ev.Time.Equal(vi.ownerAt) && ev.Node < vi.owner) && vi.owner != ev.Node {
 			vi.owner, vi.ownerAt = ev.Node, ev.Time
 			changed = true
+		}
+		if len(vi.evidence) >= maxEvidencePerVal && !evidenceBefore(finding.Evidence{Time: ev.Time, Node: ev.Node, File: ev.File, Line: ev.Line}, vi.evidence[len(vi.evidence)-1]) {
+			// Later than every record kept (the common case: the same
+			// value on every line of a node): the evidence stays as it is,
+			// so it is not built. A record's evidence points at one of its
+			// lines, so it orders at or after its first.
+			continue
 		}
 		if hasRecord(vi.evidence, ev.ID) {
 			continue

@@ -5,6 +5,7 @@ import (
 	"regexp/syntax"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // A matcher is the compiled match of a catalog entry: its regex (or
@@ -179,6 +180,34 @@ func literalSet(r *syntax.Regexp) []string {
 				best = set
 			}
 		}
+		// A run of parts with few spellings each is one literal per
+		// spelling of the run: "0(?:\.0)?/0(?:\.0)? GPU" needs one of
+		// "0/0 GPU", "0.0/0 GPU", ... (not just " GPU", in every `ray
+		// status`), "NCCL_(?:NET|IB_HCA)=" one of "NCCL_NET=",
+		// "NCCL_IB_HCA=".
+		for i := 0; i < len(r.Sub); {
+			run, ok := exactSet(r.Sub[i])
+			if !ok {
+				i++
+				continue
+			}
+			j := i + 1
+			for ; j < len(r.Sub); j++ {
+				next, ok := exactSet(r.Sub[j])
+				if !ok {
+					break
+				}
+				prod, ok := crossProduct(run, next)
+				if !ok {
+					break
+				}
+				run = prod
+			}
+			if score(run) > score(best) {
+				best = run
+			}
+			i = j
+		}
 		return best
 	case syntax.OpAlternate:
 		var all []string
@@ -192,6 +221,102 @@ func literalSet(r *syntax.Regexp) []string {
 		return all
 	}
 	return nil
+}
+
+// maxExact bounds the spellings of an exact set: beyond it a part is
+// treated as matching anything.
+const maxExact = 32
+
+// exactSet returns every string r can match when they are few (at most
+// maxExact): a literal, a small class, an alternation, an optional part
+// ("" among them), a concatenation of such.
+func exactSet(r *syntax.Regexp) ([]string, bool) {
+	switch r.Op {
+	case syntax.OpLiteral:
+		if r.Flags&syntax.FoldCase == 0 {
+			return []string{string(r.Rune)}, true
+		}
+		// [Aa]ddress parses as a case-folded "A": its few spellings.
+		out := []string{""}
+		for _, c := range r.Rune {
+			var spell []string
+			for f := c; ; {
+				spell = append(spell, string(f))
+				if f = unicode.SimpleFold(f); f == c {
+					break
+				}
+			}
+			var ok bool
+			if out, ok = crossProduct(out, spell); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	case syntax.OpEmptyMatch:
+		return []string{""}, true
+	case syntax.OpCapture:
+		return exactSet(r.Sub[0])
+	case syntax.OpCharClass:
+		var out []string
+		for i := 0; i+1 < len(r.Rune); i += 2 {
+			if r.Rune[i+1]-r.Rune[i] >= maxExact {
+				return nil, false
+			}
+			for c := r.Rune[i]; c <= r.Rune[i+1]; c++ {
+				if out = append(out, string(c)); len(out) > 4 {
+					return nil, false // [0-9], \w: a class of many is no literal
+				}
+			}
+		}
+		return out, len(out) > 0
+	case syntax.OpQuest:
+		sub, ok := exactSet(r.Sub[0])
+		if !ok || len(sub) >= maxExact {
+			return nil, false
+		}
+		return append([]string{""}, sub...), true
+	case syntax.OpAlternate:
+		var out []string
+		for _, sub := range r.Sub {
+			set, ok := exactSet(sub)
+			if !ok || len(out)+len(set) > maxExact {
+				return nil, false
+			}
+			out = append(out, set...)
+		}
+		return out, true
+	case syntax.OpConcat:
+		out := []string{""}
+		for _, sub := range r.Sub {
+			set, ok := exactSet(sub)
+			if !ok {
+				return nil, false
+			}
+			if out, ok = crossProduct(out, set); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// crossProduct returns every a+b, false when they are more than maxExact.
+func crossProduct(as, bs []string) ([]string, bool) {
+	if len(as)*len(bs) > maxExact {
+		return nil, false
+	}
+	out := make([]string, 0, len(as)*len(bs))
+	seen := map[string]bool{}
+	for _, a := range as {
+		for _, b := range bs {
+			if s := a + b; !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out, true
 }
 
 // sumMatches adds up the first group of every match of re in s; with
