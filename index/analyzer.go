@@ -77,12 +77,20 @@ const (
 	classWord
 )
 
-// asciiClass is the class of each ASCII byte: logs are nearly all ASCII,
+// classRune marks, in byteClass, the bytes that start or continue a
+// multi-byte rune: its class is the rune's.
+const classRune = 0xff
+
+// byteClass is the class of each ASCII byte: logs are nearly all ASCII,
 // and a table lookup is several times cheaper than decoding a rune and
 // asking package unicode.
-var asciiClass = func() (t [utf8.RuneSelf]uint8) {
+var byteClass = func() (t [256]uint8) {
 	for c := range t {
-		t[c] = runeClass(rune(c))
+		if c < utf8.RuneSelf {
+			t[c] = runeClass(rune(c))
+		} else {
+			t[c] = classRune
+		}
 	}
 	return t
 }()
@@ -98,19 +106,28 @@ func runeClass(r rune) uint8 {
 }
 
 // classAt returns the class and width of the character at input[i].
+// It is inlined (the rune path is not): it runs for every byte indexed.
 func classAt(input []byte, i int) (uint8, int) {
-	if c := input[i]; c < utf8.RuneSelf {
-		return asciiClass[c], 1
+	if c := byteClass[input[i]]; c != classRune {
+		return c, 1
 	}
+	return runeClassAt(input, i)
+}
+
+func runeClassAt(input []byte, i int) (uint8, int) {
 	r, w := utf8.DecodeRune(input[i:])
 	return runeClass(r), w
 }
 
 // classBefore returns the class and width of the last character of b.
 func classBefore(b []byte) (uint8, int) {
-	if c := b[len(b)-1]; c < utf8.RuneSelf {
-		return asciiClass[c], 1
+	if c := byteClass[b[len(b)-1]]; c != classRune {
+		return c, 1
 	}
+	return runeClassBefore(b)
+}
+
+func runeClassBefore(b []byte) (uint8, int) {
 	r, w := utf8.DecodeLastRune(b)
 	return runeClass(r), w
 }
@@ -130,15 +147,23 @@ func tokenizeLog(input []byte, out []logToken) []logToken {
 	}
 	pos := 1
 	i := 0
+	// The ASCII test is written out in the loops: classAt is too big to
+	// be inlined, and this runs for every byte indexed.
 	for i < len(input) {
-		c, w := classAt(input, i)
+		c, w := byteClass[input[i]], 1
+		if c == classRune {
+			c, w = runeClassAt(input, i)
+		}
 		if c == classBreak {
 			i += w
 			continue
 		}
 		start := i
 		for i < len(input) {
-			c, w = classAt(input, i)
+			c, w = byteClass[input[i]], 1
+			if c == classRune {
+				c, w = runeClassAt(input, i)
+			}
 			if c == classBreak {
 				break
 			}
@@ -175,14 +200,20 @@ func emitChunk(out *[]logToken, input []byte, start, end, pos int) int {
 	var partsBuf [16]partSpan
 	parts := partsBuf[:0]
 	for i := start; i < end; {
-		c, w := classAt(input, i)
+		c, w := byteClass[input[i]], 1
+		if c == classRune {
+			c, w = runeClassAt(input, i)
+		}
 		if c != classWord {
 			i += w
 			continue
 		}
 		s := i
 		for i < end {
-			c, w = classAt(input, i)
+			c, w = byteClass[input[i]], 1
+			if c == classRune {
+				c, w = runeClassAt(input, i)
+			}
 			if c != classWord {
 				break
 			}

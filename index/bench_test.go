@@ -419,3 +419,40 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkSeal measures the part of indexing that is ours, per record: a
+// block of generated records (internal/loggen, parsed) sealed into its
+// catalog entry, payload and index terms, then numbered (its header and
+// Bleve document); the rest (segments, merges) is Bleve's.
+//
+//	taskset -c 1 env GOMAXPROCS=1 go test ./index -run XXX -bench Seal -benchmem
+func BenchmarkSeal(b *testing.B) {
+	dir := b.TempDir()
+	paths := loggenCorpus(b, dir, 1, 40000)
+	var hs []Hit
+	parseCorpus(b, paths, func(e *parsers.Event) { hs = append(hs, HitFromEvent(e)) })
+	x, err := Open(filepath.Join(dir, "data"), Options{Shards: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	s := x.shards[0]
+	key := x.tab.key(streamKeyOf(&hs[0], "bench"))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; {
+		blk := &openBlock{key: key}
+		for ; !blk.full() && i < b.N; i++ {
+			blk.add(&hs[i%len(hs)])
+		}
+		sb, err := s.seal(blk)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.number(sb)
+	}
+	b.StopTimer()
+	// CPU time, not wall time: the machine may be shared.
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}

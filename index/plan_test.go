@@ -237,3 +237,39 @@ func TestMaskCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockTermsAreIndexTerms: a block's message terms, gathered with the
+// shortcut that looks tokens up before asking indexTerm, are each token's
+// indexTerm with the mask of the records that have it, for the tricky
+// messages (buckets beside exact terms, Unicode) in one block and for
+// blocks sealed one after another (the maps sized by the block before).
+func TestBlockTermsAreIndexTerms(t *testing.T) {
+	var hs []Hit
+	for _, e := range trickyEvents() {
+		hs = append(hs, HitFromEvent(e))
+	}
+	var sc scratch
+	for start := 0; start < len(hs); start += blockCap / 2 {
+		block := hs[start:min(start+blockCap, len(hs))]
+		got := blockTerms{s: &sc}
+		want := map[string]uint64{}
+		for i := range block {
+			got.record(&block[i], 1<<i)
+			msg := []byte(block[i].Message)
+			for _, tok := range tokenizeLog(msg, nil) {
+				term, _ := indexTerm(lower(msg[tok.start:tok.end]), nil)
+				want[string(term)] |= 1 << i
+			}
+		}
+		got.done()
+		if len(got.fields[fMessage]) != len(want) {
+			t.Errorf("block at %d: %d terms, want %d", start, len(got.fields[fMessage]), len(want))
+		}
+		for term, mask := range want {
+			tf := got.fields[fMessage][term]
+			if tf == nil || uint64(tf.Frequency()) != mask || string(tf.Term) != term {
+				t.Errorf("block at %d: term %q: %v, want mask %b", start, term, tf, mask)
+			}
+		}
+	}
+}

@@ -116,20 +116,37 @@ type blockTerms struct {
 
 // scratch is a writer's reused buffers.
 type scratch struct {
-	toks []logToken
-	low  []byte
+	toks     []logToken
+	low      []byte
+	fieldLen [nTermFields]int // of the last block sealed
+}
+
+// field returns the terms of a field, made when missing: sized for a
+// block like the last one (a map that grows rehashes its terms).
+func (b *blockTerms) field(field int) bindex.TokenFrequencies {
+	m := b.fields[field]
+	if m == nil {
+		hint := 64
+		if sc := b.s; sc != nil {
+			hint = max(hint, sc.fieldLen[field]+sc.fieldLen[field]/8)
+		}
+		m = make(bindex.TokenFrequencies, hint)
+		b.fields[field] = m
+	}
+	return m
 }
 
 func (b *blockTerms) add(field int, t []byte, bit uint64) {
-	m := b.fields[field]
-	if m == nil {
-		m = make(bindex.TokenFrequencies, 64)
-		b.fields[field] = m
-	}
+	m := b.field(field)
 	if tf, ok := m[string(t)]; ok {
 		tf.SetFrequency(tf.Frequency() | int(bit))
 		return
 	}
+	b.insert(m, t, bit)
+}
+
+// insert adds t, a term m does not have.
+func (b *blockTerms) insert(m bindex.TokenFrequencies, t []byte, bit uint64) {
 	if len(b.slab) == 0 {
 		b.slab = make([]bindex.TokenFreq, 256)
 	}
@@ -140,6 +157,15 @@ func (b *blockTerms) add(field int, t []byte, bit uint64) {
 	tf.Term = unsafe.Slice(unsafe.StringData(k), len(k))
 	tf.SetFrequency(int(bit))
 	m[k] = tf
+}
+
+// done notes the sizes of the block's fields for the next block's maps.
+func (b *blockTerms) done() {
+	if sc := b.s; sc != nil {
+		for f, m := range b.fields {
+			sc.fieldLen[f] = len(m)
+		}
+	}
 }
 
 // record adds the terms of h, record bit of its block.
@@ -157,13 +183,24 @@ func (b *blockTerms) record(h *Hit, bit uint64) {
 		toks = tokenizeLog(msg, nil)
 		low, ascii = lowerASCII(msg)
 	}
+	m := b.field(fMessage)
 	for _, t := range toks {
 		tok := low[t.start:t.end]
 		if !ascii {
 			tok = lower(msg[t.start:t.end])
 		}
-		term, _ := indexTerm(tok, buf[:0])
-		b.add(fMessage, term, bit)
+		// Most of a block's tokens are in it already: a token found as a
+		// term is exact (a bucket term starts with bucketMark, which no
+		// token does), so indexTerm is only asked about new tokens.
+		if tf, ok := m[string(tok)]; ok {
+			tf.SetFrequency(tf.Frequency() | int(bit))
+			continue
+		}
+		if term, exact := indexTerm(tok, buf[:0]); exact {
+			b.insert(m, term, bit)
+		} else {
+			b.add(fMessage, term, bit)
+		}
 	}
 	kw := func(field, v string) {
 		if v != "" {
@@ -298,6 +335,7 @@ func (s *shard) seal(b *openBlock) (*sealed, error) {
 	keys, _ := x.tab.snapshot()
 	raw := appendPayload(make([]byte, 0, b.bytes), hs, keys[b.key])
 	m.rawLen = int32(len(raw))
+	terms.done()
 	sb := &sealed{meta: m, raw: raw, recIDs: recIDs, replaces: b.replaces, levels: levelNames, sources: sourceNames}
 	for f, tfs := range terms.fields {
 		for _, tf := range tfs {
