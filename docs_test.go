@@ -308,3 +308,37 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 		t.Errorf("docs/architecture.md's package map lacks %v", missing)
 	}
 }
+
+// TestREADMECommandsAreCIs: the README's set-up gives exactly two commands,
+// the demo and the test command, and the test command is the one .ci/run
+// runs (a README that drifted from CI said "about 5 minutes" of a command
+// CI no longer ran).
+func TestREADMECommandsAreCIs(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ciTest := regexp.MustCompile(`(?m)^go test [^|&;\n]*?(?:\s*\|\|.*)?$`).FindString(string(ci))
+	ciTest, _, _ = strings.Cut(ciTest, " ||")
+	if ciTest == "" {
+		t.Fatal(".ci/run runs no go test command")
+	}
+	_, setUp, ok := strings.Cut(string(readme), "\n## Set up")
+	if !ok {
+		t.Fatal("README.md has no '## Set up' section")
+	}
+	setUp, _, _ = strings.Cut(setUp, "\n## ")
+	var commands []string
+	for _, line := range strings.Split(setUp, "\n") {
+		if strings.HasPrefix(line, "    ") && strings.TrimSpace(line) != "" {
+			commands = append(commands, strings.TrimSpace(line))
+		}
+	}
+	if want := []string{"go run ./cmd/analyzer serve --demo", ciTest}; !slices.Equal(commands, want) {
+		t.Errorf("README.md's set-up commands are %q, want %q (the demo, then .ci/run's test command)", commands, want)
+	}
+}
