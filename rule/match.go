@@ -241,10 +241,10 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string, hits [
 // find runs the matcher on an event: the field's value, or every match of
 // the regex (nil when the filters exclude the event).
 func (m *matcher) find(ev *parsers.Event, text string) (string, [][]string) {
-	if m.sources != nil && !m.sources[ev.Source] {
+	if m.sources != nil && !slices.Contains(m.sources, ev.Source) {
 		return "", nil
 	}
-	if m.levels != nil && !m.levels[ev.Level] {
+	if m.levels != nil && !slices.Contains(m.levels, ev.Level) {
 		return "", nil
 	}
 	if m.match.Field != "" {

@@ -3,6 +3,7 @@ package rule
 import (
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -19,8 +20,8 @@ type matcher struct {
 	lineLocal bool           // the regex can only match within one line
 	lineRe    *regexp.Regexp // the regex anchored at the start of a line, for "(?m)^..." regexes
 	groups    []string
-	sources   map[string]bool
-	levels    map[string]bool
+	sources   []string // nil: any; a few words, so a list beats a map's hashing (checked on every event)
+	levels    []string
 
 	mu      sync.Mutex
 	regexps map[string]*regexp.Regexp // compiled on first use by sum_matches/count_matches
@@ -39,16 +40,10 @@ func compileMatch(ms Match, path string) (*matcher, error) {
 		return nil, ferr(path+".combine", "combine %q is not each, sum or count", ms.Combine)
 	}
 	if len(ms.Sources) > 0 {
-		m.sources = map[string]bool{}
-		for _, s := range ms.Sources {
-			m.sources[s] = true
-		}
+		m.sources = slices.Clone(ms.Sources)
 	}
 	if len(ms.Levels) > 0 {
-		m.levels = map[string]bool{}
-		for _, l := range ms.Levels {
-			m.levels[l] = true
-		}
+		m.levels = slices.Clone(ms.Levels)
 	}
 	if ms.Regex != "" {
 		re, err := regexp.Compile(ms.Regex)
