@@ -86,11 +86,21 @@ func rarestWindow(l string) int {
 		for j := i; j < i+4; j++ {
 			sc += byteCommonness(l[j])
 		}
+		if isWordByte(l[i]) && isWordByte(l[i+3]) && (!isWordByte(l[i+1]) || !isWordByte(l[i+2])) {
+			// The end of one word and the start of the next ("L er" of
+			// "NCCL error"): rarer together than any 4 bytes of one word
+			// ("NCCL" is in every NCCL line).
+			sc -= 6
+		}
 		if sc < bestScore {
 			best, bestScore = i, sc
 		}
 	}
 	return best
+}
+
+func isWordByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
 }
 
 func byteCommonness(b byte) int {
