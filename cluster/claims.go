@@ -98,6 +98,18 @@ func (c *Claims) Reserve(ctx context.Context, f finding.Finding) (finding.Findin
 				return f, false, fmt.Errorf("claim %s revision %d: %w", f.ID, g.Revision, ErrReservedElsewhere)
 			}
 		}
+		if old.Pending && old.By != c.by && g.Revision > old.Finding.Revision {
+			// A newer version while another member's reservation is not
+			// confirmed: numbered after it, it skipped that revision for
+			// good when the member died before delivering (a take-over's
+			// "revision 3 never announced"). Within the grace the member may
+			// still deliver it: wait. After it, deliver its version first,
+			// under its revision; the newer one comes next (Ledger).
+			if time.Since(e.Created()) < c.grace {
+				return f, false, fmt.Errorf("claim %s revision %d after revision %d reserved elsewhere: %w", f.ID, g.Revision, old.Finding.Revision, ErrReservedElsewhere)
+			}
+			g = old.Finding
+		}
 		b, _ := json.Marshal(claim{Finding: g, By: c.by, Pending: true})
 		if _, err := c.kv.Update(ctx, f.ID, b, e.Revision()); err == nil {
 			return g, true, nil

@@ -154,3 +154,47 @@ func TestClaimsRedeliverAnUnconfirmedVersion(t *testing.T) {
 		t.Errorf("next version %+v %v %v; want revision 2", got, ok, err)
 	}
 }
+
+// TestClaimsNeverSkipARevision: a member reserves revision 2 and dies
+// before delivering it; the partition's new owner derives a newer version.
+// It waits while the grace lasts (the member may still deliver), then
+// delivers the dead member's revision 2 as it was, and the newer version
+// as revision 3: no revision is skipped (TestClusterKillAndFreeze saw
+// "revision 3 never announced" when the newer version took revision 4).
+func TestClaimsNeverSkipARevision(t *testing.T) {
+	srv := testutil.RunJetStreamServer(t)
+	a, b := joinTest(t, srv.ClientURL(), "a"), joinTest(t, srv.ClientURL(), "b")
+	b.grace = 200 * time.Millisecond
+	ctx := context.Background()
+	v := finding.Finding{ID: "f1", Status: "active", Updates: 1, Title: "t1"}
+	got, ok, err := a.Reserve(ctx, v)
+	if err != nil || !ok || got.Revision != 1 {
+		t.Fatalf("a reserved %+v %v %v", got, ok, err)
+	}
+	if err := a.Confirm(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	v.Updates, v.Title = 2, "t2"
+	if got, ok, err = a.Reserve(ctx, v); err != nil || !ok || got.Revision != 2 {
+		t.Fatalf("a reserved %+v %v %v", got, ok, err)
+	}
+	// a dies here, revision 2 reserved and not delivered. b, the new owner,
+	// derives a newer version.
+	newer := v
+	newer.Updates, newer.Title = 3, "t3"
+	if _, ok, err := b.Reserve(ctx, newer); ok || !errors.Is(err, ErrReservedElsewhere) {
+		t.Errorf("b reserved a newer version over a's fresh reservation of revision 2: %v %v", ok, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	got, ok, err = b.Reserve(ctx, newer)
+	if err != nil || !ok || got.Revision != 2 || got.Title != "t2" {
+		t.Fatalf("b after the grace: %+v %v %v; want a's revision 2 (t2) to deliver first", got, ok, err)
+	}
+	if err := b.Confirm(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err = b.Reserve(ctx, newer)
+	if err != nil || !ok || got.Revision != 3 || got.Title != "t3" {
+		t.Fatalf("b's newer version: %+v %v %v; want revision 3 (t3)", got, ok, err)
+	}
+}

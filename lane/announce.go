@@ -297,6 +297,12 @@ func (a *Announcer) deliver(ctx context.Context, ids []string) {
 			}
 			a.mu.Lock()
 			e.held, e.hasHeld, e.delivered = g, true, false
+			if sink.Newer(next, g) && !e.hasNext {
+				// The ledger gave an older version to deliver first (another
+				// member's, never confirmed): next comes after it.
+				e.next, e.hasNext = next, true
+				e.first, e.last = time.Now(), time.Now()
+			}
 			a.mu.Unlock()
 			w.f = g
 		default:

@@ -51,20 +51,28 @@ func clusterInput(t *testing.T, clusters []string, filler int) []parsers.Record 
 type findingLog struct {
 	mu   sync.Mutex
 	seen map[string]int
+	body map[string]string // the first message of each (id, revision)
+	diff map[string]bool   // (id, revision) that came again with another body
 	last map[string]finding.Finding
 }
 
 func logFindings(t *testing.T, urls string) *findingLog {
 	t.Helper()
 	nc := connectRetrying(t, urls)
-	fl := &findingLog{seen: map[string]int{}, last: map[string]finding.Finding{}}
+	fl := &findingLog{seen: map[string]int{}, body: map[string]string{}, diff: map[string]bool{}, last: map[string]finding.Finding{}}
 	if _, err := nc.Subscribe("faultline.findings.>", func(m *nats.Msg) {
 		var f finding.Finding
 		if json.Unmarshal(m.Data, &f) != nil {
 			return
 		}
 		fl.mu.Lock()
-		fl.seen[f.ID+"@"+strconv.Itoa(f.Revision)]++
+		k := f.ID + "@" + strconv.Itoa(f.Revision)
+		fl.seen[k]++
+		if b, ok := fl.body[k]; !ok {
+			fl.body[k] = string(m.Data)
+		} else if b != string(m.Data) {
+			fl.diff[k] = true
+		}
 		if f.Revision > fl.last[f.ID].Revision {
 			fl.last[f.ID] = f
 		}
@@ -76,15 +84,22 @@ func logFindings(t *testing.T, urls string) *findingLog {
 	return fl
 }
 
-// check fails the test unless every (id, revision) came once and each id's
-// revisions are 1..n.
+// check fails the test unless each id's revisions are 1..n, each
+// announced once, or again as it was: delivery is at least once (a member
+// frozen or killed after it delivered a version and before it confirmed it
+// leaves it to the next owner, which delivers it again after
+// cluster.ClaimGrace; docs/scaling.md), never two versions under one
+// revision.
 func (fl *findingLog) check(t *testing.T) map[string]finding.Finding {
 	t.Helper()
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	for k, n := range fl.seen {
-		if n != 1 {
-			t.Errorf("finding %s announced %d times", k, n)
+		switch {
+		case fl.diff[k]:
+			t.Errorf("finding %s announced %d times, not all alike: two versions under one revision", k, n)
+		case n > 1:
+			t.Logf("finding %s announced %d times, alike (at least once)", k, n)
 		}
 	}
 	for id, f := range fl.last {

@@ -23,7 +23,9 @@ type Ledger interface {
 	// Reserve numbers f for delivery. It returns false when the version
 	// announced last is as new (Newer), or when f is retracted and was
 	// never announced. A version reserved and never confirmed is returned
-	// again, as reserved, while f is not newer than it.
+	// again, as reserved, while f is not newer than it, and also when it
+	// was another process's (which died before confirming it): then f is
+	// to be offered again after it, so that no revision is skipped.
 	Reserve(ctx context.Context, f finding.Finding) (finding.Finding, bool, error)
 	// Confirm records f, as Reserve returned it, as announced.
 	Confirm(ctx context.Context, f finding.Finding) error
