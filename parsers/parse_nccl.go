@@ -35,7 +35,10 @@ func parseNCCL(p *lineParse, s string) bool {
 	)
 	// The head is a sequence of optional, ordered parts; anything else means
 	// the keyword was only mentioned in some other text.
-	h := head
+	// A backtick opening a markdown code span ("`host:pid:tid [0] NCCL ..."),
+	// here where a squashed paste put it mid-line: the paste's, not the
+	// host's (at a line's start the Decoder already took it off).
+	h := strings.TrimLeft(head, "`")
 	if strings.HasPrefix(h, "[") {
 		if j := strings.IndexByte(h, ']'); j > 0 {
 			if _, ok := parseDateTime(h[1:j]); ok {

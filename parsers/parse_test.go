@@ -103,6 +103,8 @@ func TestParseLines(t *testing.T) {
 		{"12 no ib", "NCCL INFO NET/IB : No device found.", parseWant{source: "nccl", level: "info", msg: "NET/IB : No device found."}},
 		{"12 net socket", "NCCL INFO NET/Socket : Using [0]bond0:200.1.93.2<0>", parseWant{source: "nccl", level: "info", fields: map[string]string{"interface": "bond0", "address": "200.1.93.2"}}},
 		{"12 network", "NCCL INFO Using network Socket", parseWant{source: "nccl", level: "info", msg: "Using network Socket"}},
+		// A markdown code span opening an NCCL line of a squashed paste (NVIDIA/nccl#1105).
+		{"backtick host", "`ps-8:796:796 [1] NCCL INFO Bootstrap : Using enp67s0:192.168.1.8<0>", parseWant{source: "nccl", level: "info", pid: 796, fields: map[string]string{"host": "ps-8"}}},
 		{"12 bootstrap", "NCCL INFO Bootstrap : Using [0]bond0:200.1.93.2<0>", parseWant{source: "nccl", level: "info", fields: map[string]string{"interface": "bond0", "address": "200.1.93.2"}}},
 		{"12 plugin", "NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation", parseWant{source: "nccl", level: "info"}},
 		// corpus real/14: SGLang headers and c10 lines with [rankN]:.

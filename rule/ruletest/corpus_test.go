@@ -32,6 +32,18 @@ var knownFailures = map[string]string{
 	// the traceback keeps its lines apart, so transformers' KeyError is
 	// never seen beside the configuration_auto.py frame it needs.
 	"real/115-mllama-keyerror-fastchat-compose": "a traceback whose every line carries FastChat's logger prefix is not joined into one record",
+	// Cases 300-347 (bench/verdicts.sh's NCCL/c10d batch; case.json split
+	// says held-out or tuning): what the pack does not get right yet.
+	"real/310-efa-open-av-alloc-pd-dmesg-ubuntu18":        "an EFA driver refusal (ALLOC_PD err -12) is not told from other libfabric errors: a low-confidence nccl-ib-unavailable warning comes first",
+	"real/311-efa-open-av-einval-horovod":                 "Couldn't open AV alone names no reason: a low-confidence nccl-ib-unavailable warning comes first",
+	"real/314-gloo-new-group-self-ranks-refused":          "a Gloo connect refused by a rank that built another group looks like an interface problem: a differential warning comes first",
+	"real/325-ip6tnl0-linklocal-bootstrap-timeouts-2.5.6": "the excerpt holds only the interface lines (one host parsed, no failure)",
+	"real/326-mismatched-collective-2.4.8-ddp":            "NCCL's 'Mismatched collective detected' is no failure signal",
+	"real/330-ring-no-loopback-nccl-hostid":               "NCCL's 'ring does not loop back' is no failure signal",
+	"real/331-ring-no-loopback-p4d-broadcast":             "NCCL's 'ring does not loop back' is no failure signal",
+	"real/332-shm-attach-enoent-2.23-regression":          "a missing peer segment (attach: No such file) is read as a /dev/shm too small",
+	"real/341-torchrun-exitcode-9-host-oom-llama":         "a torchrun worker killed by -9 is peer-process-died, not unexplained",
+	"real/342-torchrun-exitcode-9-memory-self-rag":        "a torchrun worker killed by -9 is peer-process-died, not unexplained",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
@@ -110,6 +122,14 @@ func TestCorpus(t *testing.T) {
 			}
 			if len(active) == 0 {
 				t.Fatalf("want %s, got no finding", c.category)
+			}
+			// "unexplained": a failure whose cause is outside the catalog
+			// gets the engine's unexplained-failure first, no named cause.
+			if c.category == "unexplained" {
+				if active[0].Rule != "unexplained-failure" {
+					t.Errorf("want unexplained-failure first, got %s", describeAll(active))
+				}
+				return
 			}
 			if active[0].Cause == c.category {
 				return
