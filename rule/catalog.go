@@ -131,7 +131,7 @@ func (e *Entry) Yield(ev *parsers.Event) map[string][]string {
 	if text == "" {
 		text = ev.Text
 	}
-	vals, _ := e.extract(ev, text)
+	vals, _ := e.extract(ev, text, nil)
 	out := map[string][]string{}
 	for i, v := range vals {
 		if len(v) > 0 {

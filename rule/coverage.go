@@ -112,7 +112,7 @@ func (c *Coverage) Observe(ev *parsers.Event) {
 				value = field
 			}
 		} else {
-			vals, h := ref.e.extract(ev, text)
+			vals, h := ref.e.extract(ev, text, nil)
 			hit = h
 			for _, vs := range vals {
 				for _, v := range vs {

@@ -74,6 +74,17 @@ type matchIndex struct {
 	// selfFacts are the facts some entry states as a node's own (self):
 	// a value of one is the node's that states it, not its mentioners'.
 	selfFacts map[string]bool
+	scratch   extractScratch
+}
+
+// extractScratch is what Entry.extract reuses from one event to the next in
+// an engine (a field matcher runs on every event: its two slices were a
+// third of the engine's allocations). What it returns is read before the
+// next call, never kept: record copies the values out.
+type extractScratch struct {
+	one [1]string
+	out [][]string
+	env map[string]any
 }
 
 type entryRef struct {
@@ -198,13 +209,13 @@ func (e *Engine) extract(ls *launchState, ev *parsers.Event, text string, hits [
 		}
 		ref.seen = e.gen
 		if !timing {
-			vals, hit = ref.e.extract(ev, text)
+			vals, hit = ref.e.extract(ev, text, &idx.scratch)
 		} else {
 			start := time.Now()
-			vals, hit = ref.e.extract(ev, text)
+			vals, hit = ref.e.extract(ev, text, &idx.scratch)
 			if e.timed(ref.e.ID, start, timedEvery) {
 				again := time.Now()
-				ref.e.extract(ev, text)
+				ref.e.extract(ev, text, &idx.scratch)
 				e.slow(ref.e.ID, time.Since(again), ev)
 			}
 		}
@@ -260,8 +271,17 @@ func (m *matcher) find(ev *parsers.Event, text string) (string, [][]string) {
 
 // runValue computes a value expression over a match's named groups; false
 // when it fails.
-func runValue(p *vm.Program, groups []string, sm []string) (string, bool) {
-	env := make(map[string]any, len(groups))
+func runValue(p *vm.Program, groups []string, sm []string, sc *extractScratch) (string, bool) {
+	var env map[string]any
+	if sc != nil {
+		if sc.env == nil {
+			sc.env = map[string]any{}
+		}
+		env = sc.env
+		clear(env)
+	} else {
+		env = make(map[string]any, len(groups))
+	}
 	for i, g := range groups {
 		if g != "" {
 			env[g] = sm[i]
@@ -291,7 +311,10 @@ func combine(how string, vals []string) []string {
 // extract returns the values an entry finds in an event, one list per fact
 // (e.outs), and the text of the first match. A number fact's values are
 // spelt one way ("2.0" and "2" are the same value).
-func (e *Entry) extract(ev *parsers.Event, text string) ([][]string, string) {
+//
+// With sc (the engine's), the field path's slices are reused: valid until
+// the next call.
+func (e *Entry) extract(ev *parsers.Event, text string, sc *extractScratch) ([][]string, string) {
 	field, all := e.m.find(ev, text)
 	if field == "" && len(all) == 0 {
 		return nil, ""
@@ -302,8 +325,19 @@ func (e *Entry) extract(ev *parsers.Event, text string) ([][]string, string) {
 		if field = strings.TrimSpace(field); field == "" {
 			return nil, ""
 		}
-		one := []string{field}
-		out := make([][]string, len(e.outs))
+		var one []string
+		var out [][]string
+		if sc != nil {
+			sc.one[0] = field
+			one = sc.one[:]
+			if cap(sc.out) < len(e.outs) {
+				sc.out = make([][]string, len(e.outs))
+			}
+			out = sc.out[:len(e.outs)]
+		} else {
+			one = []string{field}
+			out = make([][]string, len(e.outs))
+		}
 		for i, o := range e.outs {
 			out[i] = one
 			if !o.number {
@@ -329,7 +363,7 @@ func (e *Entry) extract(ev *parsers.Event, text string) ([][]string, string) {
 			v := ""
 			if o.expr != nil {
 				var ok bool
-				if v, ok = runValue(o.expr, e.m.groups, sm); !ok {
+				if v, ok = runValue(o.expr, e.m.groups, sm, sc); !ok {
 					continue
 				}
 			} else {
