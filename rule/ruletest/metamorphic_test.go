@@ -103,7 +103,7 @@ func (d *diagnoser) diagnose(t *testing.T, files []pipeline.File) (verdict, map[
 // three launches (failed, fixed, both in one log).
 func metamorphicCases(t *testing.T) []corpusCase {
 	// A known failure has no right verdict to keep (corpus_test.go).
-	cases := slices.DeleteFunc(corpusCases(t), func(c corpusCase) bool { return c.knownFailure != "" })
+	cases := slices.DeleteFunc(corpusCases(t), func(c corpusCase) bool { return c.knownFailure != "" || pasteFragile[c.name] != "" })
 	for _, s := range []string{"failed", "fixed", "both"} {
 		cases = append(cases, corpusCase{name: "seed/" + s, path: "../../testdata/logs/seed/" + s})
 	}
@@ -165,4 +165,11 @@ func TestMetamorphicPastes(t *testing.T) {
 	}
 	t.Logf("verdicts kept, %d cases × %d transforms: %d/%d (%.1f%%)%s", len(cases), len(pasteTransforms), all, total,
 		100*float64(all)/float64(total), b.String())
+}
+
+// pasteFragile lists real cases whose verdict holds only as written: the
+// paste itself already cut the deciding line where no transform can mend
+// it again. Each says why; keep it short.
+var pasteFragile = map[string]string{
+	"real/229-kv-v1-serve-one-request-wrapped-arc": "the reporter's terminal cut 'KV cach|e is needed' mid-word; a second cut or a prefix leaves the halves apart",
 }
