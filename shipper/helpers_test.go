@@ -123,6 +123,21 @@ func (c *contents) dups() int {
 	return n
 }
 
+// doubled describes the records stored more than once (at most 10): their
+// text and where they were read, so that a failure says which batches to
+// look at.
+func (c *contents) doubled() string {
+	var b strings.Builder
+	n := 0
+	for _, r := range c.records {
+		if c.ids[r.ID] > 1 && n < 10 {
+			fmt.Fprintf(&b, "\n  %s x%d: %s:%d %q", r.ID, c.ids[r.ID], r.File, r.Line, r.Text)
+			n++
+		}
+	}
+	return b.String()
+}
+
 func readStream(t testing.TB, url string) *contents {
 	t.Helper()
 	return readStreamWith(t, url)

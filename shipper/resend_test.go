@@ -105,7 +105,17 @@ func killRestart(t *testing.T, kills int) {
 	}
 	t.Logf("%d records stored for %d distinct after %d kills; %s", len(c.records), c.distinct(), kills, resendCounts(runs))
 	if c.dups() != 0 {
-		t.Fatalf("%d records stored twice", c.dups())
+		// What each run said of its resume: which batches it rebuilt,
+		// which it could not.
+		var said strings.Builder
+		for i, p := range runs {
+			for _, l := range strings.Split(p.stderr.String(), "\n") {
+				if l != "" && !strings.Contains(l, "level=DEBUG") {
+					fmt.Fprintf(&said, "\n  run %d: %s", i, l)
+				}
+			}
+		}
+		t.Fatalf("%d records stored twice:%s\nthe runs logged:%s", c.dups(), c.doubled(), said.String())
 	}
 }
 
