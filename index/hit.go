@@ -3,6 +3,7 @@ package index
 import (
 	"encoding/binary"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -11,13 +12,14 @@ import (
 )
 
 // HitFromEvent renders a live event like a search hit, so the UI shows
-// both the same way.
+// both the same way. The hit has its own copy of the event's fields: an
+// offline replay reuses the event's map for the next event.
 func HitFromEvent(ev *parsers.Event) Hit {
 	h := Hit{
 		ID: ev.ID, Time: eventTime(ev), Cluster: ev.Cluster, Node: ev.Node, Container: ev.Container, File: ev.File,
 		Line: ev.Line, Lines: ev.Lines, Offset: ev.Offset, Stream: ev.Stream, Source: ev.Source, Level: ev.Level,
 		Component: ev.Component, Process: ev.Process, PID: ev.PID, IP: ev.IP, Cause: ev.Fields["cause"],
-		Fields: ev.Fields, Message: ev.Message, Partition: ev.Partition,
+		Fields: maps.Clone(ev.Fields), Message: ev.Message, Partition: ev.Partition,
 	}
 	if h.Message == "" {
 		h.Message = ev.Text

@@ -14,6 +14,16 @@ func Parse(r Record) Event {
 	return parseRecord(r, time.Now)
 }
 
+// ParseReusing is Parse that puts the event's fields in fields (cleared
+// first) instead of a new map, when the event has any: a reader that
+// parses record after record (offline replay) spares a map per event. The
+// event's Fields is then fields or nil, and is overwritten by the next
+// call with the same map: a caller that keeps an event copies its Fields.
+func ParseReusing(r Record, fields map[string]string) Event {
+	clear(fields)
+	return parseReusing(r, time.Now, fields)
+}
+
 // lineParse collects what the per-source parsers find in the header line of a
 // record. The parsers fill it in; parseRecord turns it into the event.
 type lineParse struct {
@@ -23,6 +33,7 @@ type lineParse struct {
 	partial   partialTime
 	hasHeader bool // msg follows a header that continuation lines may repeat (vLLM NewLineFormatter)
 	timeOnly  bool // lineTime: only the time is wanted, fields are not kept (no map to allocate)
+	spare     map[string]string // empty map to take for the fields instead of a new one (ParseReusing)
 }
 
 // set records a field, allocating the map on first use so that events
@@ -32,7 +43,10 @@ func (p *lineParse) set(k, v string) {
 		return
 	}
 	if p.ev.Fields == nil {
-		p.ev.Fields = make(map[string]string, 4)
+		p.ev.Fields = p.spare
+		if p.ev.Fields == nil {
+			p.ev.Fields = make(map[string]string, 4)
+		}
 	}
 	p.ev.Fields[k] = v
 }
@@ -45,7 +59,13 @@ func (p *lineParse) has(k string) bool {
 // parseRecord is Parse with the clock injected, so that tests do not depend
 // on the current year.
 func parseRecord(r Record, now func() time.Time) Event {
+	return parseReusing(r, now, nil)
+}
+
+// parseReusing is parseRecord taking an empty map for the fields, if not nil.
+func parseReusing(r Record, now func() time.Time, fields map[string]string) Event {
 	var p lineParse
+	p.spare = fields
 	p.ev.Record = r
 	p.ev.Source = SourceOther
 	ev := &p.ev

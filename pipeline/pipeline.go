@@ -82,7 +82,7 @@ type Stats struct {
 }
 
 // Replay reads every file of the inputs and calls fn with their events
-// (fn must not keep the pointer; see ReplayFiles),
+// (fn must not keep the pointer nor its Fields; see ReplayFiles),
 // merged across files by time (events without a time keep their place in
 // their file). It stops at the first error of fn or when ctx is done.
 func Replay(ctx context.Context, inputs []Input, opts Options, fn func(*parsers.Event) error) (Stats, error) {
@@ -94,7 +94,8 @@ func Replay(ctx context.Context, inputs []Input, opts Options, fn func(*parsers.
 }
 
 // ReplayFiles is Replay over an explicit file list. fn must not keep the
-// event after it returns (the next event reuses it); copy what it needs.
+// event after it returns (the next event of its file reuses it and its
+// Fields map); copy what it needs, Fields included (maps.Clone).
 func ReplayFiles(ctx context.Context, files []File, opts Options, fn func(*parsers.Event) error) (Stats, error) {
 	var st Stats
 	warn := func(err error) {
@@ -170,6 +171,7 @@ type cursor struct {
 	last    time.Time // time of the previous event, for events that have none
 	read    time.Time // the file's modification time: the time of records that have none
 	head    parsers.Event
+	fields  map[string]string // head's Fields, reused from one event to the next
 	key     time.Time
 	warn    func(error)
 }
@@ -264,7 +266,10 @@ func (c *cursor) advance() bool {
 	}
 	rec := c.queue.pop().rec
 	c.records++
-	c.head = parsers.Parse(*rec)
+	if c.fields == nil {
+		c.fields = make(map[string]string, 8)
+	}
+	c.head = parsers.ParseReusing(*rec, c.fields)
 	if c.head.Time.IsZero() {
 		c.key = c.last
 	} else {

@@ -3,6 +3,7 @@ package ruletest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -159,6 +160,7 @@ func CatalogOverlaps(ctx context.Context, p *rule.Pack) []rule.Problem {
 		file := pipeline.File{Path: "example.log", Node: "example", Data: []byte(text)}
 		pipeline.ReplayFiles(ctx, []pipeline.File{file}, pipeline.Options{Cluster: rule.DefaultCluster}, func(ev *parsers.Event) error {
 			c := *ev
+			c.Fields = maps.Clone(ev.Fields) // the replay reuses the event's map
 			events[i] = append(events[i], c)
 			return nil
 		})
