@@ -37,6 +37,9 @@ type Member struct {
 	HTTP  string    `json:"http,omitempty"`
 	Owned []int     `json:"owned"`
 	Since time.Time `json:"since"`
+	// Draining: it gives its partitions up and takes none (Drain); the
+	// others share them as if it had left.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // OwnFunc processes partition l.Partition until ctx is done, and returns
@@ -56,7 +59,8 @@ type Node struct {
 	*Claims
 	*State
 
-	beat atomic.Int64 // since start (monotonic), of the last heartbeat stored
+	beat     atomic.Int64 // since start (monotonic), of the last heartbeat stored
+	draining atomic.Bool
 
 	mu    sync.Mutex
 	held  map[int]*Lease
@@ -181,12 +185,15 @@ func (n *Node) Run(ctx context.Context, own OwnFunc) {
 func (n *Node) step(ctx context.Context, own OwnFunc) {
 	live := n.heartbeat(ctx)
 	ids := make([]string, 0, len(live)+1)
+	seen := false
 	for _, m := range live {
-		ids = append(ids, m.ID)
+		seen = seen || m.ID == n.opts.Member
+		if !m.Draining && m.ID != n.opts.Member {
+			ids = append(ids, m.ID)
+		}
 	}
-	seen := slices.Contains(ids, n.opts.Member)
-	if !seen {
-		ids = append(ids, n.opts.Member) // our own heartbeat failed or is not visible yet
+	if !n.draining.Load() {
+		ids = append(ids, n.opts.Member) // our own heartbeat may have failed or not be visible yet
 	}
 	// Members started together see each other within a round or two:
 	// taking partitions before then would index some twice as they move.
@@ -219,7 +226,7 @@ func (n *Node) requestTimeout() time.Duration { return 2 * n.tick }
 
 // heartbeat writes this member's entry and reads the live members.
 func (n *Node) heartbeat(ctx context.Context) []Member {
-	me := Member{ID: n.opts.Member, HTTP: n.opts.HTTP, Owned: n.Owned(), Since: n.start}
+	me := Member{ID: n.opts.Member, HTTP: n.opts.HTTP, Owned: n.Owned(), Since: n.start, Draining: n.draining.Load()}
 	b, _ := json.Marshal(me)
 	cctx, cancel := context.WithTimeout(ctx, n.requestTimeout())
 	defer cancel()
@@ -417,6 +424,17 @@ func (n *Node) Members() []Member {
 func (n *Node) SinceHeartbeat() time.Duration {
 	return time.Since(n.start) - time.Duration(n.beat.Load())
 }
+
+// Drain makes this member give its partitions up (each once its work on it
+// stopped, so its next owner takes it at once) and take none, while it
+// stays up: before maintenance. The others share them as if it had left.
+func (n *Node) Drain() { n.draining.Store(true) }
+
+// Draining reports whether Drain was called.
+func (n *Node) Draining() bool { return n.draining.Load() }
+
+// Partitions is how many partitions the stream has.
+func (n *Node) Partitions() int { return n.opts.Partitions }
 
 // TTL is how long a lease or a membership outlives its last renewal.
 func (n *Node) TTL() time.Duration { return n.opts.TTL }

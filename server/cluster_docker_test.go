@@ -164,8 +164,8 @@ func TestNATSClusterConf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !opts.JetStream || opts.StoreDir != "/data" {
-		t.Errorf("JetStream %v in %q, want on in /data", opts.JetStream, opts.StoreDir)
+	if !opts.JetStream || opts.StoreDir != "." {
+		t.Errorf("JetStream %v in %q, want on in the working directory (the image's /data)", opts.JetStream, opts.StoreDir)
 	}
 	if opts.Authorization != token {
 		t.Errorf("client token %q, want FAULTLINE_TOKEN's", opts.Authorization)

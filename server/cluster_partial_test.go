@@ -152,6 +152,16 @@ func TestClusterZombieRejoins(t *testing.T) {
 		if nb, na := ownedOf(t, b.addrs.HTTP), ownedOf(t, a.addrs.HTTP); nb != 0 || na != parts {
 			return fmt.Errorf("b owns %d, a %d partitions", nb, na)
 		}
+		// The cluster's metrics say it too.
+		if v := metricValue(t, b.addrs.HTTP, "faultline_nats_connected"); v != 0 {
+			return fmt.Errorf("b's faultline_nats_connected %v", v)
+		}
+		if v := metricValue(t, a.addrs.HTTP, "faultline_cluster_members"); v != 1 {
+			return fmt.Errorf("a's faultline_cluster_members %v", v)
+		}
+		if v := metricValue(t, a.addrs.HTTP, "faultline_cluster_partitions_unowned"); v != 0 {
+			return fmt.Errorf("a's faultline_cluster_partitions_unowned %v", v)
+		}
 		return nil
 	})
 	t.Logf("cut off: b's /healthz 503 and its partitions with a %v after", time.Since(cut).Round(time.Millisecond))
@@ -166,3 +176,4 @@ func TestClusterZombieRejoins(t *testing.T) {
 	})
 	t.Logf("new address: b a member owning partitions again %v after", time.Since(back).Round(time.Millisecond))
 }
+

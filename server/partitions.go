@@ -440,6 +440,8 @@ func (p *progress) save() error {
 type partitionCollector struct {
 	s                        *server
 	owned, epoch, lag, moves *prometheus.Desc
+	// The cluster as this member sees it (its last heartbeat's view).
+	members, unowned, beat, connected *prometheus.Desc
 }
 
 func newPartitionCollector(s *server) *partitionCollector {
@@ -452,6 +454,14 @@ func newPartitionCollector(s *server) *partitionCollector {
 			"Messages of a partition owned here not yet read (as of the last one read).", []string{"partition"}, nil),
 		moves: prometheus.NewDesc("faultline_partition_moves_total",
 			"Leases this analyzer took, gave up or lost.", nil, nil),
+		members: prometheus.NewDesc("faultline_cluster_members",
+			"Live members of the cluster, as of this analyzer's last heartbeat.", nil, nil),
+		unowned: prometheus.NewDesc("faultline_cluster_partitions_unowned",
+			"Partitions no live member says it owns, as of this analyzer's last heartbeat (a take-over under way: searches say what they lack).", nil, nil),
+		beat: prometheus.NewDesc("faultline_cluster_heartbeat_age_seconds",
+			"Seconds since this analyzer's last heartbeat that was stored (past the lease TTL it is cut off and owns nothing).", nil, nil),
+		connected: prometheus.NewDesc("faultline_nats_connected",
+			"1 while this analyzer's NATS connection is up, else 0.", nil, nil),
 	}
 }
 
@@ -460,6 +470,10 @@ func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.epoch
 	ch <- c.lag
 	ch <- c.moves
+	ch <- c.members
+	ch <- c.unowned
+	ch <- c.beat
+	ch <- c.connected
 }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
@@ -469,6 +483,30 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.owned, prometheus.GaugeValue, float64(len(n.Owned())))
 	ch <- prometheus.MustNewConstMetric(c.moves, prometheus.CounterValue, float64(n.Moves()))
+	members := n.Members()
+	owned := map[int]bool{}
+	for _, m := range members {
+		for _, p := range m.Owned {
+			owned[p] = true
+		}
+	}
+	for _, p := range n.Owned() { // ours as of now, not of the last heartbeat
+		owned[p] = true
+	}
+	unowned := 0
+	for p := range n.Partitions() {
+		if !owned[p] {
+			unowned++
+		}
+	}
+	connected := 0.0
+	if c.s.nc.IsConnected() {
+		connected = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(len(members)))
+	ch <- prometheus.MustNewConstMetric(c.unowned, prometheus.GaugeValue, float64(unowned))
+	ch <- prometheus.MustNewConstMetric(c.beat, prometheus.GaugeValue, n.SinceHeartbeat().Seconds())
+	ch <- prometheus.MustNewConstMetric(c.connected, prometheus.GaugeValue, connected)
 	for p, e := range n.Epochs() {
 		ch <- prometheus.MustNewConstMetric(c.epoch, prometheus.GaugeValue, float64(e), strconv.Itoa(p))
 	}

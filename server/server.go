@@ -509,6 +509,8 @@ func (s *server) handler() (*web.Handler, error) {
 			{Pattern: "GET /api/rules", Handler: web.JSON(s.rules)},
 			{Pattern: "GET /api/launches", Handler: web.JSON(s.launches)},
 			{Pattern: "GET /version", Handler: web.JSON(version.Get)},
+			{Pattern: "GET /api/cluster", Handler: http.HandlerFunc(s.clusterStatus)},
+			{Pattern: "POST /api/cluster/drain", Handler: http.HandlerFunc(s.drain)},
 			{Pattern: "GET /healthz", Open: true, Handler: http.HandlerFunc(s.healthz)},
 			{Pattern: "GET /readyz", Open: true, Handler: http.HandlerFunc(s.readyz)},
 		}, s.receiverRoutes()...),

@@ -55,6 +55,7 @@ func commands(stdin io.Reader) []command {
 		{"search", "search an index from the terminal", runSearch},
 		{"serve", "live: consume from NATS, index, alert, serve the web UI", runServe},
 		{"ui", "serve the web UI over an existing index", runUI},
+		{"cluster", "a cluster's members, partitions and owners; drain a member (cluster status|drain)", runCluster},
 		{"config", "check a settings file of serve --config (config check FILE)", runConfig},
 		{"rules", "lint, test or measure the coverage of rule files (rules lint|test|coverage)", runRules},
 	}
