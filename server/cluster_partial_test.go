@@ -176,4 +176,3 @@ func TestClusterZombieRejoins(t *testing.T) {
 	})
 	t.Logf("new address: b a member owning partitions again %v after", time.Since(back).Round(time.Millisecond))
 }
-
