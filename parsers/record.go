@@ -45,16 +45,20 @@ type Record struct {
 
 // RecordID is the stable identity of a record: the same bytes of the same
 // file on the same node always get the same ID, so re-sending is harmless.
+//
+// The index computes it for every record it stores (to leave out the IDs
+// it can derive): one buffer on the stack and one allocation, the string.
 func RecordID(node, fileID string, offset int64) string {
-	h := sha256.New()
-	h.Write([]byte(node))
-	h.Write([]byte{0})
-	h.Write([]byte(fileID))
-	h.Write([]byte{0})
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(offset))
-	h.Write(b[:])
-	return hex.EncodeToString(h.Sum(nil)[:12])
+	var buf [128]byte
+	b := append(buf[:0], node...)
+	b = append(b, 0)
+	b = append(b, fileID...)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint64(b, uint64(offset))
+	sum := sha256.Sum256(b)
+	var out [24]byte
+	hex.Encode(out[:], sum[:12])
+	return string(out[:])
 }
 
 // Line is one physical log line after container framing has been removed:
