@@ -3,6 +3,7 @@ package rule
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
@@ -63,6 +64,64 @@ type launchSet struct {
 type compiledSignal struct {
 	literal string
 	re      *regexp.Regexp
+	// lineRe is re without its leading "(?m)^", anchored at the start of
+	// the text: re matches where lineRe matches at some line's start
+	// (atLineStart). Go's regexp tries "(?m)^" at every byte of the text.
+	lineRe *regexp.Regexp
+}
+
+// matches reports whether msg matches the signal's regex.
+func (s *compiledSignal) matches(msg string) bool {
+	if s.lineRe == nil {
+		return s.re.MatchString(msg)
+	}
+	for p := 0; ; {
+		if s.lineRe.MatchString(msg[p:]) {
+			return true
+		}
+		i := strings.IndexByte(msg[p:], '\n')
+		if i < 0 {
+			return false
+		}
+		p += i + 1
+	}
+}
+
+// lineStartRegex compiles src's rest after a leading "(?m)^" anchored at
+// the start of the text, when that rest holds no other line or text
+// anchor (which the missing (?m) or a cut text would change); else nil.
+func lineStartRegex(src string) *regexp.Regexp {
+	rest, ok := strings.CutPrefix(src, "(?m)^")
+	if !ok {
+		return nil
+	}
+	// "(?m)^a|b" anchors a only: the whole must be "^" then the rest.
+	whole, err := syntax.Parse(src, syntax.Perl)
+	if err != nil || whole.Op != syntax.OpConcat || whole.Sub[0].Op != syntax.OpBeginLine {
+		return nil
+	}
+	tree, err := syntax.Parse(rest, syntax.Perl)
+	if err != nil || hasAnchor(tree) {
+		return nil
+	}
+	re, err := regexp.Compile("^(?:" + rest + ")")
+	if err != nil {
+		return nil
+	}
+	return re
+}
+
+func hasAnchor(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
+		return true
+	}
+	for _, sub := range re.Sub {
+		if hasAnchor(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 type launchDoc struct {
@@ -92,6 +151,7 @@ func compileLaunch(docs []launchDoc) (*launchSet, []Problem) {
 				return
 			}
 			cs.re = re
+			cs.lineRe = lineStartRegex(s.Regex)
 		}
 		ls.literals = append(ls.literals, s.Literal)
 		ls.marks = append(ls.marks, 1<<mark)
@@ -117,8 +177,9 @@ func compileLaunch(docs []launchDoc) (*launchSet, []Problem) {
 // confirmed reports whether msg holds a signal of mark: its literal, and a
 // match of its regex if it has one.
 func (ls *launchSet) confirmed(mark int, msg string) bool {
-	for _, s := range ls.signals[mark] {
-		if strings.Contains(msg, s.literal) && (s.re == nil || s.re.MatchString(msg)) {
+	for i := range ls.signals[mark] {
+		s := &ls.signals[mark][i]
+		if strings.Contains(msg, s.literal) && (s.re == nil || s.matches(msg)) {
 			return true
 		}
 	}

@@ -1,9 +1,13 @@
 package rule
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/faultline/faultline/internal/loggen"
+	"github.com/faultline/faultline/parsers"
 )
 
 // Launch signals are data: a --rules DIR's launch.yaml adds a readiness
@@ -88,5 +92,77 @@ func TestFailedSignalWithRegex(t *testing.T) {
 		if got := ls.confirmed(markFailed, tt.msg); got != tt.want {
 			t.Errorf("confirmed(%q) = %v, want %v", tt.msg, got, tt.want)
 		}
+	}
+}
+
+// TestLaunchSignalLineStart: a signal whose regex starts with "(?m)^" is
+// tried at line starts only, and says what the regex says, on every event
+// of generated logs and on texts where the match starts on a later line or
+// spans lines; a regex that "^" does not anchor as a whole keeps running
+// as it is.
+func TestLaunchSignalLineStart(t *testing.T) {
+	for _, tc := range []struct {
+		src    string
+		anchor bool
+	}{
+		{`(?m)^\s*[A-Z]\w*Error: \S`, true},
+		{`(?m)^a|b`, false},
+		{`(?m)^a$`, false},
+		{`(?m)^a|^b`, false},
+		{`(?m)^(?:a|b)c`, true},
+		{`a(?m)^b`, false},
+	} {
+		if got := lineStartRegex(tc.src) != nil; got != tc.anchor {
+			t.Errorf("lineStartRegex(%q) anchored %v, want %v", tc.src, got, tc.anchor)
+		}
+	}
+	rules, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := NewEngine(rules).idx.launch
+	texts := []string{
+		"ValueError: x",
+		"first line\nValueError: bad value",
+		"first line\n  \n  torch.OutOfMemoryError: CUDA",
+		"`\n\nRuntimeError: y",
+		"no error here: RpcError: RPC Error message: reset",
+		"x ValueError: not at a line start\nmore",
+		"Exception: z\n",
+		"\n",
+		"",
+	}
+	var buf bytes.Buffer
+	if _, err := loggen.New(3, loggen.Options{DiagnosticShare: 0.01}).WriteLines(&buf, loggen.Plain, 20_000); err != nil {
+		t.Fatal(err)
+	}
+	j := parsers.NewJoiner(parsers.Origin{Node: "n", FileID: "x"}, parsers.JoinOptions{}, func(r parsers.Record) {
+		texts = append(texts, parsers.Parse(r).Message, r.Text)
+	})
+	for _, l := range strings.Split(buf.String(), "\n") {
+		j.Add(parsers.Line{Text: l})
+	}
+	j.Flush()
+	anchored, hits := 0, 0
+	for mark := range ls.signals {
+		for i := range ls.signals[mark] {
+			s := &ls.signals[mark][i]
+			if s.lineRe == nil {
+				continue
+			}
+			anchored++
+			for _, text := range texts {
+				want := s.re.MatchString(text)
+				if got := s.matches(text); got != want {
+					t.Errorf("%q on %q: %v, the regex says %v", s.re, text, got, want)
+				}
+				if want {
+					hits++
+				}
+			}
+		}
+	}
+	if anchored == 0 || hits == 0 {
+		t.Fatalf("%d anchored signals, %d matches: nothing checked", anchored, hits)
 	}
 }
