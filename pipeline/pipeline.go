@@ -67,6 +67,13 @@ type Options struct {
 	// Warn receives problems with the input ("file:line: ..."); the replay
 	// goes on. Nil discards them.
 	Warn func(error)
+	// ReuseFields hands every event of a file one Fields map, cleared
+	// from one event to the next: fn must then not keep an event's
+	// Fields past its call (copy them: maps.Clone). For the callers that
+	// read each event once and keep nothing of it (diagnose's engine,
+	// which clones what it keeps); the rest get a map of their own per
+	// event, so that keeping an event is safe by default.
+	ReuseFields bool
 }
 
 // Stats count what a replay read.
@@ -82,7 +89,7 @@ type Stats struct {
 }
 
 // Replay reads every file of the inputs and calls fn with their events
-// (fn must not keep the pointer nor its Fields; see ReplayFiles),
+// (fn must not keep the pointer; see ReplayFiles),
 // merged across files by time (events without a time keep their place in
 // their file). It stops at the first error of fn or when ctx is done.
 func Replay(ctx context.Context, inputs []Input, opts Options, fn func(*parsers.Event) error) (Stats, error) {
@@ -94,8 +101,8 @@ func Replay(ctx context.Context, inputs []Input, opts Options, fn func(*parsers.
 }
 
 // ReplayFiles is Replay over an explicit file list. fn must not keep the
-// event after it returns (the next event of its file reuses it and its
-// Fields map); copy what it needs, Fields included (maps.Clone).
+// event after it returns (the next event reuses it); copy what it needs
+// (and its Fields too with Options.ReuseFields).
 func ReplayFiles(ctx context.Context, files []File, opts Options, fn func(*parsers.Event) error) (Stats, error) {
 	var st Stats
 	warn := func(err error) {
@@ -119,6 +126,7 @@ func ReplayFiles(ctx context.Context, files []File, opts Options, fn func(*parse
 			st.Failed = append(st.Failed, err)
 			continue
 		}
+		c.reuse = opts.ReuseFields
 		cursors = append(cursors, c)
 		st.Files++
 		if c.advance() {
@@ -171,7 +179,8 @@ type cursor struct {
 	last    time.Time // time of the previous event, for events that have none
 	read    time.Time // the file's modification time: the time of records that have none
 	head    parsers.Event
-	fields  map[string]string // head's Fields, reused from one event to the next
+	reuse   bool              // Options.ReuseFields
+	fields  map[string]string // head's Fields, reused from one event to the next (reuse)
 	key     time.Time
 	warn    func(error)
 }
@@ -266,10 +275,14 @@ func (c *cursor) advance() bool {
 	}
 	rec := c.queue.pop().rec
 	c.records++
-	if c.fields == nil {
-		c.fields = make(map[string]string, 8)
+	if c.reuse {
+		if c.fields == nil {
+			c.fields = make(map[string]string, 8)
+		}
+		c.head = parsers.ParseReusing(*rec, c.fields)
+	} else {
+		c.head = parsers.Parse(*rec)
 	}
-	c.head = parsers.ParseReusing(*rec, c.fields)
 	if c.head.Time.IsZero() {
 		c.key = c.last
 	} else {

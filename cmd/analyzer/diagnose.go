@@ -101,7 +101,8 @@ func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	hosts := map[string]map[string]bool{}                         // node -> NCCL host names seen
 	spans := report.Spans{}
 	st, err := pipeline.ReplayFiles(ctx, files, pipeline.Options{
-		Cluster: *cluster,
+		Cluster:     *cluster,
+		ReuseFields: true, // the engine and the index copy what they keep
 		Warn: func(err error) {
 			if shown++; shown <= maxWarningsShown {
 				fmt.Fprintf(stderr, "warning: %v\n", err)

@@ -90,7 +90,8 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	bar := newProgress(stderr, total, !*quiet)
 	warnings := 0
 	st, err := pipeline.ReplayFiles(ctx, files, pipeline.Options{
-		Cluster: *cluster,
+		Cluster:     *cluster,
+		ReuseFields: true, // the engine and the index copy what they keep
 		Warn: func(err error) {
 			if warnings++; warnings <= maxWarningsShown {
 				bar.println(fmt.Sprintf("warning: %v", err))
