@@ -31,8 +31,8 @@ type lineParse struct {
 	msg       string    // message part of the header line
 	fullTime  time.Time // line time with a full date, zero if none
 	partial   partialTime
-	hasHeader bool // msg follows a header that continuation lines may repeat (vLLM NewLineFormatter)
-	timeOnly  bool // lineTime: only the time is wanted, fields are not kept (no map to allocate)
+	hasHeader bool              // msg follows a header that continuation lines may repeat (vLLM NewLineFormatter)
+	timeOnly  bool              // lineTime: only the time is wanted, fields are not kept (no map to allocate)
 	spare     map[string]string // empty map to take for the fields instead of a new one (ParseReusing)
 }
 

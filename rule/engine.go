@@ -249,7 +249,7 @@ func (e *Engine) observe(cs *clusterState, cluster string, ev *parsers.Event, po
 	// a launch's first failure signal, or a fact learnt.
 	keep := marks&^(1<<markFailed) != 0 || marks != 0 && !ls.failed
 	if marks != 0 {
-		changed = append(changed, e.trackLaunch(cluster, cs, ls, ev, pos, text, marks)...)
+		changed = append(changed, e.trackLaunch(cluster, cs, ls, ev, pos, text, hits, marks)...)
 		ls = cs.launchAt(ev.Time) // it may have opened one
 	}
 	if pos != 0 && (ls.minPos == 0 || pos < ls.minPos) {

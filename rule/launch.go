@@ -57,7 +57,7 @@ func (e *Engine) newLaunch(cs *clusterState, opener string, ev *parsers.Event, p
 // findings of earlier launches when a launch comes up healthy; ls is the
 // launch ev's time belongs to (the last one, for a launch marker: one that
 // comes late is placed by rebuild).
-func (e *Engine) trackLaunch(cluster string, cs *clusterState, ls *launchState, ev *parsers.Event, pos uint64, msg string, marks uint8) []finding.Finding {
+func (e *Engine) trackLaunch(cluster string, cs *clusterState, ls *launchState, ev *parsers.Event, pos uint64, msg string, hits []int, marks uint8) []finding.Finding {
 	switch {
 	case marks&(1<<markRayHead) != 0 && e.idx.launch.confirmed(markRayHead, msg):
 		if ls.marked {
@@ -69,7 +69,7 @@ func (e *Engine) trackLaunch(cluster string, cs *clusterState, ls *launchState, 
 			ls = e.newLaunch(cs, openerID(ev), ev, pos)
 		}
 		ls.marked, ls.vllmSeen = true, true
-	case marks&(1<<markFailed) != 0 && e.idx.launch.confirmed(markFailed, msg):
+	case marks&(1<<markFailed) != 0 && e.idx.confirmedHit(markFailed, msg, hits):
 		ls.log.failure(ev)
 		if ls.failed {
 			return nil

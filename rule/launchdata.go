@@ -58,6 +58,7 @@ func (s *Signal) UnmarshalYAML(unmarshal func(any) error) error {
 type launchSet struct {
 	literals []string
 	marks    []uint8 // per literal: its mark bit
+	at       []int   // per literal: its signal's place in signals[its mark]
 	signals  [markFailed + 1][]compiledSignal
 }
 
@@ -155,6 +156,7 @@ func compileLaunch(docs []launchDoc) (*launchSet, []Problem) {
 		}
 		ls.literals = append(ls.literals, s.Literal)
 		ls.marks = append(ls.marks, 1<<mark)
+		ls.at = append(ls.at, len(ls.signals[mark]))
 		ls.signals[mark] = append(ls.signals[mark], cs)
 	}
 	for _, d := range docs {

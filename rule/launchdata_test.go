@@ -121,6 +121,35 @@ func TestLaunchSignalLineStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls := NewEngine(rules).idx.launch
+	texts := signalTexts(t)
+	anchored, hits := 0, 0
+	for mark := range ls.signals {
+		for i := range ls.signals[mark] {
+			s := &ls.signals[mark][i]
+			if s.lineRe == nil {
+				continue
+			}
+			anchored++
+			for _, text := range texts {
+				want := s.re.MatchString(text)
+				if got := s.matches(text); got != want {
+					t.Errorf("%q on %q: %v, the regex says %v", s.re, text, got, want)
+				}
+				if want {
+					hits++
+				}
+			}
+		}
+	}
+	if anchored == 0 || hits == 0 {
+		t.Fatalf("%d anchored signals, %d matches: nothing checked", anchored, hits)
+	}
+}
+
+// signalTexts are texts for the launch signals: messages and texts of the
+// records of 20k generated lines (1% diagnostic), and texts where an
+// exception line starts on a later line or a match spans lines.
+func signalTexts(t *testing.T) []string {
 	texts := []string{
 		"ValueError: x",
 		"first line\nValueError: bad value",
@@ -143,26 +172,31 @@ func TestLaunchSignalLineStart(t *testing.T) {
 		j.Add(parsers.Line{Text: l})
 	}
 	j.Flush()
-	anchored, hits := 0, 0
-	for mark := range ls.signals {
-		for i := range ls.signals[mark] {
-			s := &ls.signals[mark][i]
-			if s.lineRe == nil {
-				continue
+	return texts
+}
+
+// TestConfirmedHit: the launch signals looked up by the scanner's hits
+// say what trying every signal of a mark says, for every mark.
+func TestConfirmedHit(t *testing.T) {
+	rules, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(rules)
+	confirmed := 0
+	for _, text := range signalTexts(t) {
+		hits := e.idx.ac.scan(text)
+		for mark := range e.idx.launch.signals {
+			want := e.idx.launch.confirmed(mark, text)
+			if got := e.idx.confirmedHit(mark, text, hits); got != want {
+				t.Errorf("mark %d on %q: %v, trying every signal says %v", mark, text, got, want)
 			}
-			anchored++
-			for _, text := range texts {
-				want := s.re.MatchString(text)
-				if got := s.matches(text); got != want {
-					t.Errorf("%q on %q: %v, the regex says %v", s.re, text, got, want)
-				}
-				if want {
-					hits++
-				}
+			if want {
+				confirmed++
 			}
 		}
 	}
-	if anchored == 0 || hits == 0 {
-		t.Fatalf("%d anchored signals, %d matches: nothing checked", anchored, hits)
+	if confirmed == 0 {
+		t.Fatal("no text confirmed a signal: nothing checked")
 	}
 }

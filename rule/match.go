@@ -65,6 +65,7 @@ func (m *matcher) lineHasLiteral(line string) bool {
 type matchIndex struct {
 	ac     *literalScanner
 	markOf []uint8 // per pattern: the launch-marker bits it stands for
+	sigOf  [][]int // per pattern: the launch signals (launch.literals) whose literal it is
 	byLit  [][]*entryRef
 	always []*entryRef
 	order  map[*Rule]int // position in the rule list: evaluation order
@@ -170,6 +171,7 @@ func (idx *matchIndex) index(refs []*entryRef) {
 			lits = append(lits, lit)
 			idx.byLit = append(idx.byLit, nil)
 			idx.markOf = append(idx.markOf, 0)
+			idx.sigOf = append(idx.sigOf, nil)
 		}
 		return j
 	}
@@ -185,10 +187,34 @@ func (idx *matchIndex) index(refs []*entryRef) {
 	}
 	if idx.launch != nil {
 		for i, lit := range idx.launch.literals {
-			idx.markOf[intern(lit)] |= idx.launch.marks[i]
+			j := intern(lit)
+			idx.markOf[j] |= idx.launch.marks[i]
+			idx.sigOf[j] = append(idx.sigOf[j], i)
 		}
 	}
 	idx.ac = newLiteralScanner(lits)
+}
+
+// confirmedHit is launch.confirmed(mark, text) for the text the scanner
+// found hits in: only the signals whose literal is among the hits are
+// looked at (launch.yaml has some 35 failed signals, and a line holding
+// one failed literal would be searched for all of them).
+func (idx *matchIndex) confirmedHit(mark int, text string, hits []int) bool {
+	ls := idx.launch
+	for _, p := range hits {
+		if idx.markOf[p]&(1<<mark) == 0 {
+			continue
+		}
+		for _, i := range idx.sigOf[p] {
+			if ls.marks[i] != 1<<mark {
+				continue
+			}
+			if s := &ls.signals[mark][ls.at[i]]; s.re == nil || s.matches(text) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // extract runs the entries whose required literal occurs in the text (one
