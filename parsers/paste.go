@@ -23,11 +23,14 @@ import (
 //     ("2006-01-02T15:04:05.000000000Z07:00", moby's RFC3339NanoFixed and
 //     the kubelet's output format), then a blank. A writer's own times are
 //     never written with exactly nine fraction digits by the programs we
-//     read, so a line of theirs keeps its time in its text.
+//     read, so a line of theirs keeps its time in its text;
+//   - a logger that re-logs a process's own stdout/stderr line by line
+//     ("2024-09-26 06:12:44 | ERROR | stderr | ", FastChat's and its forks'
+//     StreamToLogger): see streamLoggerPrefixLen.
 
 // maxPastePrefixes bounds the prefixes taken from one line (a name, then a
-// timestamp: two in practice).
-const maxPastePrefixes = 3
+// timestamp, then a stream logger's: three in practice).
+const maxPastePrefixes = 4
 
 // splitPastePrefixes removes the container tools' prefixes from the start of
 // s. It returns the rest, the tool's timestamp (zero if none) and the bytes
@@ -44,6 +47,8 @@ func splitPastePrefixes(s string) (string, time.Time, int) {
 		case c >= '0' && c <= '9':
 			var ts time.Time
 			if ts, k = toolTime(s); k > 0 {
+				t = ts
+			} else if ts, k = streamLoggerPrefixLen(s); k > 0 {
 				t = ts
 			} else {
 				k = composePrefixLen(s)
@@ -478,4 +483,46 @@ func indentedRuns(s string, minIndent int) []int {
 		j = m - 1
 	}
 	return out
+}
+
+// streamLoggerPrefixLen is the length of a logger's prefix put before each
+// line of a redirected standard stream, at the start of s, with the time
+// it gives: "2024-09-26 06:12:44 | ERROR | stderr | " (FastChat's and its
+// forks' build_logger: sys.stdout and sys.stderr replaced by a
+// StreamToLogger that logs every line of the stream as a record of the
+// "stdout"/"stderr" logger, format "%(asctime)s | %(levelname)s |
+// %(name)s | %(message)s"). Every line of a traceback gets it, with a
+// time that changes within the traceback, so it is framing like a tool's
+// prefix; a logger's own records ("| INFO | model_worker | ...") keep it.
+func streamLoggerPrefixLen(s string) (time.Time, int) {
+	t, n, ok := parseDateTimeFrac(s)
+	if !ok || !strings.HasPrefix(s[n:], " | ") {
+		return time.Time{}, 0
+	}
+	i := n + len(" | ")
+	j := i
+	for j < len(s) && s[j] >= 'A' && s[j] <= 'Z' {
+		j++
+	}
+	if j == i || !strings.HasPrefix(s[j:], " | std") {
+		return time.Time{}, 0
+	}
+	rest := s[j+len(" | "):]
+	var name string
+	switch {
+	case strings.HasPrefix(rest, "stderr |"):
+		name = "stderr |"
+	case strings.HasPrefix(rest, "stdout |"):
+		name = "stdout |"
+	default:
+		return time.Time{}, 0
+	}
+	end := j + len(" | ") + len(name)
+	if end < len(s) {
+		if s[end] != ' ' {
+			return time.Time{}, 0
+		}
+		end++
+	}
+	return t, end
 }

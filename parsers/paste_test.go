@@ -38,6 +38,15 @@ func TestSplitPastePrefixes(t *testing.T) {
 		{"10.0.0.1 | x", "10.0.0.1 | x", time.Time{}},
 		{"a b | c", "a b | c", time.Time{}},
 		{"worker-1|x", "worker-1|x", time.Time{}},
+		// A logger re-logging stderr line by line (FastChat's StreamToLogger).
+		{"2024-09-26 06:12:44 | ERROR | stderr |   File \"x.py\", line 1, in f", "  File \"x.py\", line 1, in f", time.Date(2024, 9, 26, 6, 12, 44, 0, time.UTC)},
+		{"2024-09-26 06:12:44 | ERROR | stderr | ", "", time.Date(2024, 9, 26, 6, 12, 44, 0, time.UTC)},
+		{"2024-09-26 06:12:44 | ERROR | stderr |", "", time.Date(2024, 9, 26, 6, 12, 44, 0, time.UTC)},
+		{"fastchat-model-worker-1  | 2024-09-26 06:12:45 | INFO | stdout | Loading", "Loading", time.Date(2024, 9, 26, 6, 12, 45, 0, time.UTC)},
+		// Its own records, and other loggers' pipes, keep their header.
+		{"2024-09-26 06:12:44 | INFO | model_worker | Loading the model", "2024-09-26 06:12:44 | INFO | model_worker | Loading the model", time.Time{}},
+		{"2024-09-26 06:12:44 | ERROR | stderrx | y", "2024-09-26 06:12:44 | ERROR | stderrx | y", time.Time{}},
+		{"2024-09-26 06:12:44.123 | ERROR    | mod:f:1 - x", "2024-09-26 06:12:44.123 | ERROR    | mod:f:1 - x", time.Time{}},
 	} {
 		rest, tm, n := splitPastePrefixes(tc.in)
 		if rest != tc.rest || !tm.Equal(tc.time) || n != len(tc.in)-len(rest) {

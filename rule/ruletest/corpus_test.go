@@ -28,10 +28,6 @@ type corpusCase struct {
 // knownFailures lists real cases the built-in pack does not diagnose yet,
 // with the reason. Keep it empty; a stale entry fails the test.
 var knownFailures = map[string]string{
-	// FastChat's own logger prefix ("| ERROR | stderr |") on every line of
-	// the traceback keeps its lines apart, so transformers' KeyError is
-	// never seen beside the configuration_auto.py frame it needs.
-	"real/115-mllama-keyerror-fastchat-compose": "a traceback whose every line carries FastChat's logger prefix is not joined into one record",
 	// Cases 300-347 (bench/verdicts.sh's NCCL/c10d batch; case.json split
 	// says held-out or tuning): what the pack does not get right yet.
 	"real/310-efa-open-av-alloc-pd-dmesg-ubuntu18":        "an EFA driver refusal (ALLOC_PD err -12) is not told from other libfabric errors: a low-confidence nccl-ib-unavailable warning comes first",
