@@ -162,6 +162,7 @@ const (
 	recChain            // "During handling ..." / "The above exception ...": a Traceback follows
 	recFrames           // "Exception raised from ...": frame #N lines follow
 	recNCCLWarn         // an NCCL WARN: "NCCL INFO file:line -> N" traces follow
+	recRich             // a rich RichHandler entry: its message wraps in a column
 )
 
 type pendingRecord struct {
@@ -1089,6 +1090,8 @@ func (p *pendingRecord) start(l Line, lineOff int64, rest, hdr string, blank boo
 		p.state = recTraceback
 	case p.key.nccl != "" && strings.Contains(rest, "NCCL WARN "):
 		p.state = recNCCLWarn
+	case richLogHeader(rest):
+		p.state = recRich
 	case exceptionLine(rest):
 		// An exception printed without its traceback (or cut from a paste):
 		// its message may still span lines.
@@ -1193,8 +1196,38 @@ func (p *pendingRecord) continues(rest, hdr string, blank bool) bool {
 		if ncclReturnTrace(rest) {
 			return true
 		}
+	case recRich:
+		// RichHandler wraps the message in its column and indents the
+		// rest (joined as indented, below); a paste that lost the indent
+		// leaves lines no wider than the header that start nothing new.
+		if !indented && len(rest) <= len(p.first) && p.msgRun < maxMessageLines &&
+			!richLogHeader(rest) && !startsEntry(rest) && !exceptionLine(rest) {
+			p.msgRun++
+			return true
+		}
 	}
 	return indented
+}
+
+// richLogHeader reports whether s is the first line of a Python rich
+// RichHandler entry: "[10/21/24 06:53:04] ERROR    message ... local.py:302"
+// (log_time_format "[%x %X]", the level, the message column, the caller's
+// file:line at the right edge). The path is required: without it the line
+// is too like other bracketed logs to let unindented lines join it.
+func richLogHeader(s string) bool {
+	if len(s) < 32 || s[0] != '[' || s[3] != '/' || s[6] != '/' || s[9] != ' ' || s[12] != ':' ||
+		s[15] != ':' || s[18] != ']' || s[19] != ' ' || !digitsAt(s, 1, 2, 4, 5, 7, 8, 10, 11, 13, 14, 16, 17) {
+		return false
+	}
+	lvl := s[20:]
+	if !strings.HasPrefix(lvl, "DEBUG ") && !strings.HasPrefix(lvl, "INFO ") && !strings.HasPrefix(lvl, "WARNING ") &&
+		!strings.HasPrefix(lvl, "ERROR ") && !strings.HasPrefix(lvl, "CRITICAL ") {
+		return false
+	}
+	end := strings.TrimRight(s, " ")
+	tail := end[strings.LastIndexByte(end, ' ')+1:]
+	c := strings.LastIndexByte(tail, ':')
+	return c > len(".py") && strings.HasSuffix(tail[:c], ".py") && c+1 < len(tail) && allDigits(tail[c+1:])
 }
 
 // splitPrefix returns the normalised process-prefix key of a line and the

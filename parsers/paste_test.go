@@ -80,6 +80,16 @@ func TestPastesReadAsWritten(t *testing.T) {
 		in   string
 		want []string
 	}{
+		{"a rich log entry whose wrapped message lost its indent, then the next entry",
+			"[10/21/24 06:53:04] ERROR    ['distilabel.pipeline'] Failed to local.py:302\n" +
+				"load step 'x_0': Step load failed:\n" +
+				"The number of required GPUs\n" +
+				"\n" +
+				"[10/21/24 06:53:05] INFO     ['distilabel.pipeline'] Stopping   local.py:310\n" +
+				"INFO 10-21 06:53:05 llm_engine.py:1] not rich\n",
+			[]string{"[10/21/24 06:53:04] ERROR    ['distilabel.pipeline'] Failed to local.py:302\nload step 'x_0': Step load failed:\nThe number of required GPUs",
+				"[10/21/24 06:53:05] INFO     ['distilabel.pipeline'] Stopping   local.py:310",
+				"INFO 10-21 06:53:05 llm_engine.py:1] not rich"}},
 		{"indented wrap (fold -s and a hanging indent)",
 			"(RayWorkerWrapper pid=1394) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation \n" +
 				"    timeout: WorkNCCL(SeqNum=4967570, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800542 \n" +

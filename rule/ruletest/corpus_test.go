@@ -40,9 +40,6 @@ var knownFailures = map[string]string{
 	"real/332-shm-attach-enoent-2.23-regression":          "a missing peer segment (attach: No such file) is read as a /dev/shm too small",
 	"real/341-torchrun-exitcode-9-host-oom-llama":         "a torchrun worker killed by -9 is peer-process-died, not unexplained",
 	"real/342-torchrun-exitcode-9-memory-self-rag":        "a torchrun worker killed by -9 is peer-process-died, not unexplained",
-	// Held-out case of issue 21's round of new public failures (200-250):
-	// the one miss of the five measured there that is not fixed yet.
-	"real/235-pg-gpus-exceed-distilabel-rich-wrapped": "distilabel's rich log wraps vLLM's ValueError over six lines of a table cell",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
