@@ -1,6 +1,7 @@
 package parsers
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -565,15 +566,7 @@ func (j *Joiner) closeWhere(pred func(*pendingRecord) bool) {
 
 // closeSorted closes the records of ps (the Joiner's scratch) in file order.
 func (j *Joiner) closeSorted(ps []*pendingRecord) {
-	slices.SortFunc(ps, func(a, b *pendingRecord) int {
-		switch {
-		case a.offset < b.offset:
-			return -1
-		case a.offset > b.offset:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ps, func(a, b *pendingRecord) int { return cmp.Compare(a.offset, b.offset) })
 	for _, p := range ps {
 		j.close(p)
 		if p != j.last {

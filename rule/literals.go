@@ -1,6 +1,7 @@
 package rule
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -52,15 +53,7 @@ func newLiteralScanner(lits []string) *literalScanner {
 		off := rarestWindow(l)
 		ks = append(ks, keyed{load32(l, off), anchor{int32(i), int32(off)}})
 	}
-	slices.SortStableFunc(ks, func(a, b keyed) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(ks, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
 	for _, k := range ks {
 		s.keys = append(s.keys, k.key)
 		s.anchors = append(s.anchors, k.a)
