@@ -136,14 +136,34 @@ func rotatedBase(path string) (string, bool) {
 // read to their end: on start (the shipper may have been down across
 // several rotations) and after each rotation (two rotations may fall between
 // two looks at the path).
+//
+// A pass that read anything is followed by another over a new listing: the
+// copies are opened by name, oldest first, and a writer that rotates again
+// meanwhile renames the one not opened yet (.1 becomes .2, after the pass
+// went by .2): in a rotation storm (Docker's max-size, a rotation every
+// 0.4 s) it was deleted before the next rotation's scan, its lines lost.
 func (sh *Shipper) scanRotated(ctx context.Context, src source, since time.Time) {
-	for _, rf := range sh.rotatedSiblings(src.path, since) {
-		if ctx.Err() != nil {
+	for pass := 0; pass < maxRotatedPasses; pass++ {
+		read := false
+		for _, rf := range sh.rotatedSiblings(src.path, since) {
+			if ctx.Err() != nil {
+				return
+			}
+			if sh.readRotated(ctx, src, rf) {
+				read = true
+			}
+		}
+		if !read {
 			return
 		}
-		sh.readRotated(ctx, src, rf)
+		since = time.Now()
 	}
 }
+
+// maxRotatedPasses bounds the passes of one scan (a writer that rotates
+// faster than it is read would keep one going; the next rotation scans
+// again).
+const maxRotatedPasses = 8
 
 // readRotated reads one rotated copy from where its content was left:
 //   - its own saved offset (a rename keeps the inode), if the bytes before
@@ -152,18 +172,21 @@ func (sh *Shipper) scanRotated(ctx context.Context, src source, since time.Time)
 //     checksum matches this content (a copy or a .gz of a file that was
 //     being read): the records keep that file's IDs;
 //   - else from the start: a file never seen.
-func (sh *Shipper) readRotated(ctx context.Context, src source, rf rotatedFile) {
+//
+// It reports whether it read the file (a copy already read to its end, or
+// not there, reports false).
+func (sh *Shipper) readRotated(ctx context.Context, src source, rf rotatedFile) bool {
 	f, err := sh.openFile(ctx, rf.path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
 			sh.skip(rf.path, parsers.SkipReason(err), err)
 		}
-		return
+		return false
 	}
 	defer func() { f.Close(); sh.fds.release() }()
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
-		return
+		return false
 	}
 	di := statDevIno(fi)
 	// Compressed or not is told by the magic bytes: logrotate's compress
@@ -172,17 +195,17 @@ func (sh *Shipper) readRotated(ctx context.Context, src source, rf rotatedFile) 
 	fp, err := fingerprint(f)
 	switch {
 	case errors.Is(err, errNotReady):
-		return // empty, or one line without its newline: nothing to frame yet
+		return false // empty, or one line without its newline: nothing to frame yet
 	case err != nil:
 		reason := "unreadable"
 		if rf.gz {
 			reason = "bad-gzip"
 		}
 		sh.skip(rf.path, reason, err)
-		return
+		return false
 	}
 	if !sh.hold(di, rf.path) {
-		return // being read already: the file that was just rotated away
+		return false // being read already: the file that was just rotated away
 	}
 	defer sh.release(di)
 	key := fileKey(di, fp)
@@ -205,7 +228,7 @@ func (sh *Shipper) readRotated(ctx context.Context, src source, rf rotatedFile) 
 	if seen {
 		if done(max(e.Offset, sh.readUpTo(key))) {
 			sh.store.touch(key)
-			return
+			return false
 		}
 		if e.Sum != "" && rotatedSum(f, fi.Size(), rf.gz, e.Offset) != e.Sum {
 			seen = false // another file under a reused inode
@@ -226,7 +249,7 @@ func (sh *Shipper) readRotated(ctx context.Context, src source, rf rotatedFile) 
 		}
 		sh.store.Set(key, Entry{Path: rf.path, ID: id, Offset: start, Line: line, Sum: sum})
 		if id != "" && done(start) {
-			return
+			return false
 		}
 	}
 	var r io.Reader = f
@@ -235,19 +258,19 @@ func (sh *Shipper) readRotated(ctx context.Context, src source, rf rotatedFile) 
 		zr, err := gzip.NewReader(f)
 		if err != nil {
 			sh.skip(rf.path, "bad-gzip", err)
-			return
+			return false
 		}
 		defer zr.Close()
 		if _, err := io.CopyN(io.Discard, zr, start); err != nil {
 			if !errors.Is(err, io.EOF) {
 				sh.skip(rf.path, "bad-gzip", err)
 			}
-			return
+			return false
 		}
 		r, fd = zr, nil
 	} else if _, err := f.Seek(start, io.SeekStart); err != nil {
 		sh.log.Error("cannot read rotated file", "file", rf.path, "offset", start, "err", err)
-		return
+		return false
 	}
 	rsrc := source{path: rf.path, display: src.display + rf.path[len(src.path):], container: src.container}
 	c := &cursor{sh: sh, src: rsrc, f: r, fd: fd, di: di, fp: fp, key: key, gen: gen, id: id,
@@ -264,6 +287,7 @@ func (sh *Shipper) readRotated(ctx context.Context, src source, rf rotatedFile) 
 	}
 	c.readToEnd(ctx, quiet)
 	sh.markRead(key, c.base)
+	return true
 }
 
 // readToEnd reads the file until it has been quiet for quiet, then finishes
