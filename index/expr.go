@@ -400,33 +400,18 @@ func abs(n int) int {
 func highlightRanges(n node, h *Hit) [][2]int {
 	r := &record{h: h}
 	var rs [][2]int
-	var walk func(n node, neg bool)
-	walk = func(n node, neg bool) {
+	positiveLeaves(n, func(n node) {
 		switch n := n.(type) {
-		case andNode:
-			for _, k := range n.kids {
-				walk(k, neg)
-			}
-		case orNode:
-			for _, k := range n.kids {
-				walk(k, neg)
-			}
-		case notNode:
-			walk(n.kid, !neg)
 		case termNode:
-			if !neg {
-				for _, t := range r.tokens() {
-					if t.term == n.term {
-						rs = append(rs, [2]int{t.start, t.end})
-					}
+			for _, t := range r.tokens() {
+				if t.term == n.term {
+					rs = append(rs, [2]int{t.start, t.end})
 				}
 			}
 		case phraseNode:
-			if !neg {
-				rs = append(rs, phraseRanges(n, r.tokens())...)
-			}
+			rs = append(rs, phraseRanges(n, r.tokens())...)
 		case *patternNode:
-			if !neg && n.field == FieldMessage {
+			if n.field == FieldMessage {
 				for _, t := range r.tokens() {
 					if n.re.MatchString(t.term) {
 						rs = append(rs, [2]int{t.start, t.end})
@@ -434,16 +419,13 @@ func highlightRanges(n node, h *Hit) [][2]int {
 				}
 			}
 		case fuzzyNode:
-			if !neg {
-				for _, t := range r.tokens() {
-					if withinEdits(n.term, t.term, n.dist) {
-						rs = append(rs, [2]int{t.start, t.end})
-					}
+			for _, t := range r.tokens() {
+				if withinEdits(n.term, t.term, n.dist) {
+					rs = append(rs, [2]int{t.start, t.end})
 				}
 			}
 		}
-	}
-	walk(n, false)
+	})
 	return mergeRanges(rs, h.Message)
 }
 

@@ -703,6 +703,22 @@ func keepTimes(hs []pageHit, limit int64, better func(a, b int64) bool) []pageHi
 // those it matches.
 func scoredLeaves(n node) []node {
 	var out []node
+	positiveLeaves(n, func(n node) {
+		switch n := n.(type) {
+		case termNode, phraseNode, fuzzyNode:
+			out = append(out, n)
+		case *patternNode:
+			if n.field == FieldMessage {
+				out = append(out, n)
+			}
+		}
+	})
+	return out
+}
+
+// positiveLeaves calls fn with each leaf of n that is not under a NOT (an
+// even number of them): the clauses a matching record shows.
+func positiveLeaves(n node, fn func(node)) {
 	var walk func(n node, neg bool)
 	walk = func(n node, neg bool) {
 		switch n := n.(type) {
@@ -716,18 +732,13 @@ func scoredLeaves(n node) []node {
 			}
 		case notNode:
 			walk(n.kid, !neg)
-		case termNode, phraseNode, fuzzyNode:
+		default:
 			if !neg {
-				out = append(out, n)
-			}
-		case *patternNode:
-			if !neg && n.field == FieldMessage {
-				out = append(out, n)
+				fn(n)
 			}
 		}
 	}
 	walk(n, false)
-	return out
 }
 
 // scorePage returns the first need hits by score (the inverse document
