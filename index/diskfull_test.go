@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,53 +14,6 @@ import (
 	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
 )
-
-// tmpfs mounts a file system of size bytes for the test, unmounted at its
-// end. Mounting needs root, which the test machines and CI have.
-func tmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "fs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		if os.Geteuid() != 0 {
-			t.Skipf("mounting a tmpfs needs root: %v %s", err, out)
-		}
-		t.Fatalf("mount tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fill writes a file of zeros into dir until the file system has less
-// than leave bytes free, and returns its path.
-func fill(t *testing.T, dir string, leave int64) string {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(dir, &st); err != nil {
-			t.Fatal(err)
-		}
-		if int64(st.Bavail)*int64(st.Bsize) < leave {
-			return path
-		}
-		if _, err := f.Write(buf); err != nil {
-			return path // full
-		}
-	}
-}
 
 // TestDiskFullStallsAndResumes: an index on a file system that fills up
 // while events keep coming stalls its writes instead of dying (Bleve's zap
@@ -79,10 +29,10 @@ func TestDiskFullStallsAndResumes(t *testing.T) {
 		reserve int64
 	}{{"reserve", 4 << 20}, {"no reserve", -1}} {
 		t.Run(c.name, func(t *testing.T) {
-			fs := tmpfs(t, "48m")
+			disk := testutil.SmallDisk(t, filepath.Join(t.TempDir(), "fs"), 48<<20)
 			var logs testutil.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			dir := filepath.Join(fs, "data")
+			dir := filepath.Join(disk.Dir, "data")
 			x, err := Open(dir, Options{Shards: 2, Safe: true, FlushInterval: 20 * time.Millisecond, BatchSize: 2000,
 				DiskReserve: c.reserve, Logger: log})
 			if err != nil {
@@ -90,7 +40,7 @@ func TestDiskFullStallsAndResumes(t *testing.T) {
 			}
 			var evs []*parsers.Event
 			genEvents(17, 120000, nil, func(e *parsers.Event) { evs = append(evs, e) })
-			filler := fill(t, fs, 6<<20)
+			disk.Fill(t, 6<<20)
 
 			var wg sync.WaitGroup
 			wg.Go(func() {
@@ -122,9 +72,7 @@ func TestDiskFullStallsAndResumes(t *testing.T) {
 			if c.reserve < 0 {
 				t.Logf("failures: %d in the chunk store, %d in Bleve", strings.Count(logs.String(), "chunk store: write"), strings.Count(logs.String(), "batch of"))
 			}
-			if err := os.Remove(filler); err != nil {
-				t.Fatal(err)
-			}
+			disk.Free(t)
 			wg.Wait()
 			if err := x.Health(); err != nil {
 				t.Errorf("health after space returned: %v", err)
@@ -177,10 +125,10 @@ func TestDiskFullStallsAndResumes(t *testing.T) {
 // was appended to it, and both were skipped as one unreadable line at open:
 // the version put after space returned was lost.
 func TestFindingsDiskFull(t *testing.T) {
-	fs := tmpfs(t, "16m")
+	disk := testutil.SmallDisk(t, filepath.Join(t.TempDir(), "fs"), 16<<20)
 	var logs testutil.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	dir := filepath.Join(fs, "data")
+	dir := filepath.Join(disk.Dir, "data")
 	x, err := Open(dir, Options{Shards: 1, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +140,7 @@ func TestFindingsDiskFull(t *testing.T) {
 	if err := x.PutFindings([]finding.Finding{version("a", 1, 100)}); err != nil {
 		t.Fatal(err)
 	}
-	filler := fill(t, fs, 0)
+	disk.Fill(t, 0)
 	// Bigger than what is left of the log's last page: the write starts,
 	// then meets the full disk.
 	big := version("a", 2, 64<<10)
@@ -208,9 +156,7 @@ func TestFindingsDiskFull(t *testing.T) {
 	if n := strings.Count(logs.String(), "index writes are failing"); n != 1 {
 		t.Errorf("the stall logged %d times, want once:\n%s", n, logs.String())
 	}
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
+	disk.Free(t)
 	if err := x.PutFindings([]finding.Finding{big}); err != nil {
 		t.Fatalf("the put after space returned: %v", err)
 	}

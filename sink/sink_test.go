@@ -3,14 +3,18 @@ package sink
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/finding"
+	"github.com/faultline/faultline/internal/testutil"
 	"github.com/faultline/faultline/parsers"
 	"github.com/faultline/faultline/pipeline"
 	"github.com/faultline/faultline/rule"
@@ -267,5 +271,56 @@ func TestChangesKnowsOnlyWhatTheNextSinkTook(t *testing.T) {
 	}
 	if len(next.got) != 1 || next.got[0].Revision != 1 {
 		t.Errorf("after a failure the sink got %+v, want the version again as revision 1", next.got)
+	}
+}
+
+// A --findings-json file on a disk that fills up: the announcement that
+// meets the full disk fails (the lane retries it), and the file keeps only
+// whole lines: the retry after space returned is one readable line, not
+// glued to the torn rest of the failed write.
+func TestJSONFileOnAFullDisk(t *testing.T) {
+	disk := testutil.SmallDisk(t, filepath.Join(t.TempDir(), "fs"), 1<<20)
+	path := filepath.Join(disk.Dir, "findings.jsonl")
+	j, err := OpenJSONFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	version := func(id string, size int) finding.Finding {
+		f := mkFinding(id, 0)
+		f.Summary = strings.Repeat("s", size)
+		return f
+	}
+	if err := j.Announce(ctx, []finding.Finding{version("a", 100)}); err != nil {
+		t.Fatal(err)
+	}
+	disk.Fill(t, 0)
+	big := version("b", 64<<10) // more than the last page holds: the write starts, then fails
+	for range 2 {
+		if err := j.Announce(ctx, []finding.Finding{big}); err == nil {
+			t.Fatal("an announcement on a full disk succeeded")
+		}
+	}
+	disk.Free(t)
+	for _, f := range []finding.Finding{big, version("c", 100)} {
+		if err := j.Announce(ctx, []finding.Finding{f}); err != nil {
+			t.Fatalf("announce %s after space returned: %v", f.ID, err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		var f struct{ ID string }
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("%s:%d is no JSON line (%v): %.80q", path, i+1, err, line)
+		}
+		ids = append(ids, f.ID)
+	}
+	if want := []string{"a", "b", "c"}; !slices.Equal(ids, want) {
+		t.Errorf("file holds %v, want %v", ids, want)
 	}
 }

@@ -1,9 +1,11 @@
 package sink
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -108,18 +110,58 @@ type JSON struct {
 	mu sync.Mutex
 	w  io.Writer
 	c  io.Closer // closed by Close when the sink opened the file
+
+	// A file of its own (OpenJSONFile): a write cut short (a full disk) is
+	// cut off again, so the retry does not append to a torn line that a
+	// reader would take with the next version for one unreadable line.
+	f    *os.File
+	size int64 // the bytes known written whole
+	torn bool  // bytes after size may remain from a failed write
+	buf  bytes.Buffer
 }
 
 // NewJSON writes to w; if w is an io.Closer other than a terminal stream,
 // pass closer to have Close close it.
 func NewJSON(w io.Writer, closer io.Closer) *JSON { return &JSON{w: w, c: closer} }
 
+// OpenJSONFile appends to the file at path, made if missing; Close closes it.
+func OpenJSONFile(path string) (*JSON, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &JSON{w: f, c: f, f: f, size: st.Size()}, nil
+}
+
 func (j *JSON) Announce(_ context.Context, fs []finding.Finding) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := report.JSON(j.w, fs); err != nil {
+	if j.f == nil {
+		if err := report.JSON(j.w, fs); err != nil {
+			return fmt.Errorf("findings as JSON: %w", err)
+		}
+		return nil
+	}
+	j.buf.Reset()
+	if err := report.JSON(&j.buf, fs); err != nil {
 		return fmt.Errorf("findings as JSON: %w", err)
 	}
+	if j.torn {
+		if err := j.f.Truncate(j.size); err != nil {
+			return fmt.Errorf("findings as JSON: cut the torn line off %s: %w", j.f.Name(), err)
+		}
+		j.torn = false
+	}
+	if _, err := j.f.Write(j.buf.Bytes()); err != nil {
+		j.torn = j.f.Truncate(j.size) != nil
+		return fmt.Errorf("findings as JSON: %w", err)
+	}
+	j.size += int64(j.buf.Len())
 	return nil
 }
 

@@ -75,12 +75,12 @@ func (f *sinkFlags) build(stdout io.Writer, log *slog.Logger) (sink.Multi, error
 	case "-":
 		out = append(out, sink.NewJSON(stdout, nil))
 	default:
-		fh, err := os.OpenFile(f.jsonFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		j, err := sink.OpenJSONFile(f.jsonFile)
 		if err != nil {
 			out.Close()
 			return nil, usageError("--findings-json: %v", err)
 		}
-		out = append(out, sink.NewJSON(fh, fh))
+		out = append(out, j)
 	}
 	return out, nil
 }
