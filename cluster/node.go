@@ -55,18 +55,34 @@ type Node struct {
 	start time.Time
 	tick  time.Duration
 
-	members, leases jetstream.KeyValue
+	shards []jetstream.KeyValue // Shards lease and heartbeat buckets
+	js     jetstream.JetStream
 	*Claims
 	*State
 
-	beat     atomic.Int64 // since start (monotonic), of the last heartbeat stored
+	beat     atomic.Int64 // since start (monotonic), of the last heartbeat a majority of shards stored
 	draining atomic.Bool
+	failures [nOps]atomic.Int64
+	spreadAt time.Duration // since start, of the last look at the shards' leaders
 
 	mu    sync.Mutex
 	held  map[int]*Lease
 	live  []Member // as of the last heartbeat
 	moves int      // leases acquired and given up, for /metrics
 }
+
+// The KV requests counted when they fail (Failures).
+const (
+	OpHeartbeat = iota // a heartbeat not stored in a shard
+	OpList             // a shard's members not read
+	OpAcquire          // a lease not created in a shard (not one held by another)
+	OpRenew            // a lease not renewed in a shard (not one taken by another)
+	OpRelease          // a lease not deleted in a shard
+	nOps
+)
+
+// OpNames name the operations of Failures, for metrics.
+var OpNames = [nOps]string{"heartbeat", "list", "acquire", "renew", "release"}
 
 // Join creates the buckets (or finds them) and returns the node; Run makes
 // it a member.
@@ -80,51 +96,61 @@ func Join(ctx context.Context, js jetstream.JetStream, o Options) (*Node, error)
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	members, leases, findings, state, err := buckets(ctx, js, o.Replicas, o.SetReplicas, o.TTL)
+	shards, findings, state, err := buckets(ctx, js, o.Replicas, o.SetReplicas, o.TTL)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	n := &Node{opts: o, log: o.Log, start: now, tick: o.TTL / 5,
-		nonce:   o.Member + "@" + strconv.FormatInt(now.UnixNano(), 36),
-		members: members, leases: leases, held: map[int]*Lease{},
+	n := &Node{opts: o, log: o.Log, start: now, tick: o.TTL / 5, js: js,
+		nonce:  o.Member + "@" + strconv.FormatInt(now.UnixNano(), 36),
+		shards: shards, held: map[int]*Lease{},
 		Claims: newClaims(findings, o.Member), State: &State{kv: state}}
 	return n, nil
 }
 
-// Lease is this member's hold on one partition.
+// Lease is this member's hold on one partition: its key in a majority of
+// the shards.
 type Lease struct {
 	Partition int
-	Epoch     uint64 // the KV revision that created it: grows with every new owner
+	Epoch     uint64 // the highest KV revision of the creates that took it
 
 	n      *Node
-	rev    uint64 // the last revision written
 	mu     sync.Mutex
-	until  time.Duration // since n.start (monotonic): valid before
-	timer  *time.Timer   // cancels the work when until passes
-	over   bool          // it did: a late renewal must not revive a lease nobody works on
+	rev    [Shards]uint64        // per shard, the last revision written; 0: not held there
+	until  [Shards]time.Duration // per shard, since n.start (monotonic): held there before
+	timer  *time.Timer           // cancels the work when the lease's deadline passes
+	over   bool                  // it did: a late renewal must not revive a lease nobody works on
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
+// deadline is when the quorum-th latest of the shards' deadlines passes.
+func (l *Lease) deadline() time.Duration {
+	u := l.until
+	slices.Sort(u[:])
+	return u[Shards-quorum]
+}
+
 // Valid reports whether the lease is certainly still held: the server
-// cannot have expired it yet.
+// cannot have expired it in a majority of the shards yet.
 func (l *Lease) Valid() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return time.Since(l.n.start) < l.until
+	return !l.over && time.Since(l.n.start) < l.deadline()
 }
 
-// extend moves the deadline to sent (when the renewal that succeeded was
-// sent) plus the TTL, less a margin for the server's and our timers.
-func (l *Lease) extend(sent time.Duration) {
+// extend records a write of revision rev in shard k that succeeded: held
+// there until sent (when it was sent) plus the TTL, less a margin for the
+// server's and our timers.
+func (l *Lease) extend(k int, rev uint64, sent time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.over {
 		return // the next round sees it invalid and lets it go
 	}
-	l.until = sent + l.n.opts.TTL - l.n.tick
-	left := l.until - time.Since(l.n.start)
+	l.rev[k] = rev
+	l.until[k] = max(l.until[k], sent+l.n.opts.TTL-l.n.tick)
+	left := l.deadline() - time.Since(l.n.start)
 	if l.timer == nil {
 		l.timer = time.AfterFunc(left, l.expire)
 	} else {
@@ -132,11 +158,25 @@ func (l *Lease) extend(sent time.Duration) {
 	}
 }
 
+// drop records that shard k holds another member's key.
+func (l *Lease) drop(k int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rev[k], l.until[k] = 0, 0
+}
+
+// revs are the revisions written, per shard.
+func (l *Lease) revs() [Shards]uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rev
+}
+
 // expire stops the work on the lease the moment it is no longer certainly
 // held, not at the next round.
 func (l *Lease) expire() {
 	l.mu.Lock()
-	left := l.until - time.Since(l.n.start)
+	left := l.deadline() - time.Since(l.n.start)
 	if left > 0 { // extended meanwhile
 		l.timer.Reset(left)
 		l.mu.Unlock()
@@ -150,7 +190,9 @@ func (l *Lease) expire() {
 // stop cancels the work on the lease and its timer.
 func (l *Lease) stop() {
 	l.mu.Lock()
-	l.timer.Stop()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
 	l.mu.Unlock()
 	l.cancel()
 }
@@ -161,6 +203,9 @@ type leaseValue struct {
 }
 
 func key(p int) string { return "p" + strconv.Itoa(p) }
+
+// memberKey is a member's heartbeat key in a shard (lease keys are p<N>).
+func memberKey(id string) string { return "member." + id }
 
 // Run heartbeats, balances and renews until ctx is done, running own for
 // every partition it holds; then it stops them and gives the leases and
@@ -179,11 +224,27 @@ func (n *Node) Run(ctx context.Context, own OwnFunc) {
 	}
 }
 
-// step is one round: heartbeat, who should own what, then per partition
-// renew, give up or take, all partitions at once (a slow answer for one
-// must not hold the renewal of the others past their deadline).
+// step is one round: renew what is held while the heartbeat is written and
+// the members read (a stalled heartbeat must not hold the renewals past
+// their deadline), then who should own what, then per partition give up or
+// take, all partitions at once (a slow answer for one must not hold the
+// others).
 func (n *Node) step(ctx context.Context, own OwnFunc) {
-	live := n.heartbeat(ctx)
+	var live []Member
+	var wg sync.WaitGroup
+	wg.Go(func() { live = n.heartbeat(ctx) })
+	n.mu.Lock()
+	held := make([]*Lease, 0, len(n.held))
+	for _, l := range n.held {
+		held = append(held, l)
+	}
+	n.mu.Unlock()
+	for _, l := range held {
+		if l.Valid() {
+			wg.Go(func() { n.renew(ctx, l) })
+		}
+	}
+	wg.Wait()
 	ids := make([]string, 0, len(live)+1)
 	seen := false
 	for _, m := range live {
@@ -195,11 +256,13 @@ func (n *Node) step(ctx context.Context, own OwnFunc) {
 	if !n.draining.Load() {
 		ids = append(ids, n.opts.Member) // our own heartbeat may have failed or not be visible yet
 	}
+	if seen && len(live) > 0 && live[0].ID == n.opts.Member {
+		n.maybeSpread(ctx) // one member looks after the shards' leaders
+	}
 	// Members started together see each other within a round or two:
 	// taking partitions before then would index some twice as they move.
 	settling := !seen || time.Since(n.start) < 2*n.tick
 	owners := Assign(n.opts.Partitions, ids)
-	var wg sync.WaitGroup
 	for p := range n.opts.Partitions {
 		mine := owners[p] == n.opts.Member
 		n.mu.Lock()
@@ -210,50 +273,121 @@ func (n *Node) step(ctx context.Context, own OwnFunc) {
 			n.lost(l, "not renewed in time")
 		case l != nil && !mine:
 			wg.Go(func() { n.release(l) })
-		case l != nil:
-			wg.Go(func() { n.renew(ctx, l) })
-		case mine && !settling && ctx.Err() == nil:
+		case l == nil && mine && !settling && ctx.Err() == nil:
 			wg.Go(func() { n.acquire(ctx, p, own) })
 		}
 	}
 	wg.Wait()
 }
 
-// requestTimeout bounds one KV request: two rounds, so that a slow answer
-// (a NATS server lost, its streams electing a new leader) is waited for
-// while the leases it would renew still have two rounds to run.
-func (n *Node) requestTimeout() time.Duration { return 2 * n.tick }
+// attempt bounds one KV request: half a round, retried (try) while the
+// round lasts, so that a request lost on a connection that went dead, or
+// queued behind a server that froze, is sent again on the connection that
+// replaced it rather than waited for.
+func (n *Node) attempt() time.Duration { return max(n.tick/2, 100*time.Millisecond) }
 
-// heartbeat writes this member's entry and reads the live members.
+// try runs f with a fresh timeout until it succeeds, says to stop
+// (done), or a round has passed.
+func (n *Node) try(ctx context.Context, f func(ctx context.Context) (done bool, err error)) error {
+	end := time.Now().Add(n.tick)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, n.attempt())
+		done, err := f(cctx)
+		cancel()
+		if err == nil || done || ctx.Err() != nil || time.Now().After(end) {
+			return err
+		}
+	}
+}
+
+func (n *Node) fail(op int) { n.failures[op].Add(1) }
+
+// Failures counts the KV requests that failed since start, by operation
+// (OpNames), each shard's request once however often it was tried.
+func (n *Node) Failures() [nOps]int64 {
+	var out [nOps]int64
+	for i := range out {
+		out[i] = n.failures[i].Load()
+	}
+	return out
+}
+
+// heartbeat writes this member's entry in every shard and reads the live
+// members: those present in any shard that answered.
 func (n *Node) heartbeat(ctx context.Context) []Member {
 	me := Member{ID: n.opts.Member, HTTP: n.opts.HTTP, Owned: n.Owned(), Since: n.start, Draining: n.draining.Load()}
 	b, _ := json.Marshal(me)
-	cctx, cancel := context.WithTimeout(ctx, n.requestTimeout())
-	defer cancel()
 	sent := time.Since(n.start)
-	if _, err := n.members.Put(cctx, n.opts.Member, b); err != nil {
-		if ctx.Err() == nil {
-			n.log.Warn("cluster heartbeat failed", "err", err)
-		}
-	} else {
-		n.beat.Store(int64(sent))
+	var (
+		mu       sync.Mutex
+		stored   int
+		answered int
+		byID     = map[string]Member{}
+		wg       sync.WaitGroup
+	)
+	for k, kv := range n.shards {
+		wg.Go(func() {
+			err := n.try(ctx, func(ctx context.Context) (bool, error) {
+				_, err := kv.Put(ctx, memberKey(n.opts.Member), b)
+				return false, err
+			})
+			if err != nil {
+				if ctx.Err() == nil {
+					n.fail(OpHeartbeat)
+					n.log.Debug("cluster heartbeat not stored", "shard", k, "err", err)
+				}
+			} else {
+				mu.Lock()
+				stored++
+				mu.Unlock()
+			}
+			var got []Member
+			err = n.try(ctx, func(ctx context.Context) (bool, error) {
+				got = got[:0]
+				lister, err := kv.ListKeysFiltered(ctx, memberKey(">"))
+				if err != nil {
+					return false, err
+				}
+				for key := range lister.Keys() {
+					e, err := kv.Get(ctx, key)
+					if err != nil {
+						continue // expired between the two calls
+					}
+					var m Member
+					if json.Unmarshal(e.Value(), &m) == nil && m.ID != "" {
+						got = append(got, m)
+					}
+				}
+				return false, ctx.Err()
+			})
+			if err != nil {
+				if ctx.Err() == nil {
+					n.fail(OpList)
+				}
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			answered++
+			for _, m := range got {
+				byID[m.ID] = m
+			}
+		})
 	}
-	lister, err := n.members.ListKeys(cctx)
-	if err != nil {
+	wg.Wait()
+	if stored >= quorum {
+		n.beat.Store(int64(sent))
+	} else if ctx.Err() == nil {
+		n.log.Warn("cluster heartbeat failed", "stored_in", stored, "shards", Shards)
+	}
+	if answered == 0 {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		return n.live // keep the last view rather than drop everyone
 	}
-	var live []Member
-	for k := range lister.Keys() {
-		e, err := n.members.Get(cctx, k)
-		if err != nil {
-			continue // expired between the two calls
-		}
-		var m Member
-		if json.Unmarshal(e.Value(), &m) == nil && m.ID != "" {
-			live = append(live, m)
-		}
+	live := make([]Member, 0, len(byID))
+	for _, m := range byID {
+		live = append(live, m)
 	}
 	slices.SortFunc(live, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	n.mu.Lock()
@@ -262,67 +396,149 @@ func (n *Node) heartbeat(ctx context.Context) []Member {
 	return live
 }
 
-// acquire takes partition p if nobody holds it, and starts own on it.
+// takeShard creates partition p's key in shard k, or finds it ours (a
+// create that timed out may have been stored): its revision; 0 and no
+// error when another member's key is there.
+func (n *Node) takeShard(ctx context.Context, k, p int, val []byte) (uint64, error) {
+	var rev uint64
+	err := n.try(ctx, func(ctx context.Context) (bool, error) {
+		var err error
+		rev, err = n.shards[k].Create(ctx, key(p), val)
+		if !isConflict(err) {
+			return false, err
+		}
+		e, gerr := n.shards[k].Get(ctx, key(p))
+		if gerr != nil {
+			return false, gerr // expired meanwhile: create it again
+		}
+		var v leaseValue
+		if json.Unmarshal(e.Value(), &v) == nil && v.Nonce == n.nonce {
+			rev = e.Revision()
+		} else {
+			rev = 0
+		}
+		return true, nil
+	})
+	return rev, err
+}
+
+// acquire takes partition p if a majority of the shards have no key of
+// another member for it, and starts own on it; short of a majority it
+// deletes what it created, so that another member gets one.
 func (n *Node) acquire(ctx context.Context, p int, own OwnFunc) {
 	val, _ := json.Marshal(leaseValue{Member: n.opts.Member, Nonce: n.nonce})
-	cctx, cancel := context.WithTimeout(ctx, n.requestTimeout())
-	defer cancel()
 	sent := time.Since(n.start)
-	rev, err := n.leases.Create(cctx, key(p), val)
-	if isConflict(err) {
-		// Held by another, or by us: a create that timed out may have
-		// been stored.
-		e, gerr := n.leases.Get(cctx, key(p))
-		var v leaseValue
-		if gerr != nil || json.Unmarshal(e.Value(), &v) != nil || v.Nonce != n.nonce {
-			return
-		}
-		rev, err = e.Revision(), nil
+	var revs [Shards]uint64
+	var wg sync.WaitGroup
+	for k := range n.shards {
+		wg.Go(func() {
+			rev, err := n.takeShard(ctx, k, p, val)
+			if err != nil && ctx.Err() == nil {
+				n.fail(OpAcquire)
+				n.log.Debug("cluster lease not created in a shard", "partition", p, "shard", k, "err", err)
+			}
+			revs[k] = rev
+		})
 	}
-	if err != nil {
-		if ctx.Err() == nil {
-			n.log.Warn("cluster lease not taken", "partition", p, "err", err)
+	wg.Wait()
+	got := 0
+	var epoch uint64
+	for _, r := range revs {
+		if r != 0 {
+			got++
+			epoch = max(epoch, r)
+		}
+	}
+	if got < quorum {
+		if got > 0 {
+			n.deleteShards(p, revs)
 		}
 		return
 	}
 	wctx, stop := context.WithCancel(context.Background())
-	l := &Lease{Partition: p, Epoch: rev, n: n, rev: rev, cancel: stop, done: make(chan struct{})}
-	l.extend(sent)
+	l := &Lease{Partition: p, Epoch: epoch, n: n, cancel: stop, done: make(chan struct{})}
+	for k, r := range revs {
+		if r != 0 {
+			l.extend(k, r, sent)
+		}
+	}
 	n.mu.Lock()
 	n.held[p] = l
 	n.moves++
 	n.mu.Unlock()
-	n.log.Info("partition taken", "partition", p, "epoch", rev)
+	n.log.Info("partition taken", "partition", p, "epoch", epoch, "shards", got)
 	go func() {
 		defer close(l.done)
 		own(wctx, l)
 	}()
 }
 
-// renew extends l; a revision it does not know means another took it.
+// renew extends l in every shard it holds it in, and takes it again in
+// the shards where its key expired (a shard whose leader was frozen);
+// another member's key in enough shards means it took the partition.
 func (n *Node) renew(ctx context.Context, l *Lease) {
 	val, _ := json.Marshal(leaseValue{Member: n.opts.Member, Nonce: n.nonce})
-	cctx, cancel := context.WithTimeout(ctx, n.requestTimeout())
-	defer cancel()
-	sent := time.Since(n.start)
-	rev, err := n.leases.Update(cctx, key(l.Partition), val, l.rev)
-	switch {
-	case err == nil:
-		l.rev = rev
-		l.extend(sent)
-	case isConflict(err):
-		// Ours still if an earlier renewal that timed out was stored.
-		e, gerr := n.leases.Get(cctx, key(l.Partition))
-		var v leaseValue
-		if gerr == nil && json.Unmarshal(e.Value(), &v) == nil && v.Nonce == n.nonce {
-			l.rev = e.Revision()
-			return
-		}
+	revs := l.revs()
+	var mu sync.Mutex
+	others := 0
+	var wg sync.WaitGroup
+	for k, kv := range n.shards {
+		wg.Go(func() {
+			sent := time.Since(n.start)
+			if revs[k] == 0 {
+				rev, err := n.takeShard(ctx, k, l.Partition, val)
+				switch {
+				case err == nil && rev != 0:
+					l.extend(k, rev, sent)
+				case err == nil:
+					mu.Lock()
+					others++
+					mu.Unlock()
+				}
+				return
+			}
+			var rev uint64
+			var taken bool
+			err := n.try(ctx, func(ctx context.Context) (bool, error) {
+				var err error
+				rev, err = kv.Update(ctx, key(l.Partition), val, revs[k])
+				if !isConflict(err) {
+					return false, err
+				}
+				// Ours still if an earlier renewal that timed out was stored.
+				e, gerr := kv.Get(ctx, key(l.Partition))
+				var v leaseValue
+				switch {
+				case errors.Is(gerr, jetstream.ErrKeyNotFound):
+					rev, taken = 0, false // expired: created again next round
+				case gerr != nil:
+					return false, gerr
+				case json.Unmarshal(e.Value(), &v) == nil && v.Nonce == n.nonce:
+					rev = e.Revision()
+				default:
+					rev, taken = 0, true
+				}
+				return true, nil
+			})
+			switch {
+			case err == nil && rev != 0:
+				l.extend(k, rev, sent)
+			case err == nil:
+				l.drop(k)
+				if taken {
+					mu.Lock()
+					others++
+					mu.Unlock()
+				}
+			case ctx.Err() == nil:
+				n.fail(OpRenew)
+				n.log.Debug("cluster lease not renewed in a shard", "partition", l.Partition, "shard", k, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	if others > Shards-quorum {
 		n.lost(l, "taken by another member")
-	default:
-		if ctx.Err() == nil {
-			n.log.Warn("cluster lease renewal failed; retrying until it expires", "partition", l.Partition, "err", err)
-		}
 	}
 }
 
@@ -330,8 +546,10 @@ func (n *Node) renew(ctx context.Context, l *Lease) {
 func (n *Node) lost(l *Lease, why string) {
 	l.stop()
 	n.mu.Lock()
-	delete(n.held, l.Partition)
-	n.moves++
+	if n.held[l.Partition] == l {
+		delete(n.held, l.Partition)
+		n.moves++
+	}
 	n.mu.Unlock()
 	n.log.Warn("partition lost", "partition", l.Partition, "epoch", l.Epoch, "why", why)
 }
@@ -342,16 +560,41 @@ func (n *Node) release(l *Lease) {
 	l.stop()
 	<-l.done
 	n.mu.Lock()
-	delete(n.held, l.Partition)
-	n.moves++
+	if n.held[l.Partition] == l {
+		delete(n.held, l.Partition)
+		n.moves++
+	}
 	n.mu.Unlock()
+	if n.deleteShards(l.Partition, l.revs()) {
+		n.log.Info("partition released", "partition", l.Partition, "epoch", l.Epoch)
+	}
+}
+
+// deleteShards deletes partition p's key where revs says it is ours;
+// false if one delete failed (that key expires on its own).
+func (n *Node) deleteShards(p int, revs [Shards]uint64) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), n.opts.TTL)
 	defer cancel()
-	if err := n.leases.Delete(ctx, key(l.Partition), jetstream.LastRevision(l.rev)); err != nil {
-		n.log.Warn("partition released; its lease expires on its own", "partition", l.Partition, "err", err)
-		return
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for k, r := range revs {
+		if r == 0 {
+			continue
+		}
+		wg.Go(func() {
+			err := n.try(ctx, func(ctx context.Context) (bool, error) {
+				err := n.shards[k].Delete(ctx, key(p), jetstream.LastRevision(r))
+				return isConflict(err), err // renewed by nobody since: gone, or another's
+			})
+			if err != nil && !isConflict(err) {
+				failed.Store(true)
+				n.fail(OpRelease)
+				n.log.Warn("partition released; its lease expires on its own", "partition", p, "shard", k, "err", err)
+			}
+		})
 	}
-	n.log.Info("partition released", "partition", l.Partition, "epoch", l.Epoch)
+	wg.Wait()
+	return !failed.Load()
 }
 
 // leave releases everything and the membership (on shutdown).
@@ -369,9 +612,14 @@ func (n *Node) leave() {
 	wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), n.opts.TTL)
 	defer cancel()
-	if err := n.members.Delete(ctx, n.opts.Member); err != nil {
-		n.log.Warn("leaving the cluster; the membership expires on its own", "err", err)
+	for _, kv := range n.shards {
+		wg.Go(func() {
+			if err := kv.Delete(ctx, memberKey(n.opts.Member)); err != nil {
+				n.log.Warn("leaving the cluster; the membership expires on its own", "err", err)
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // Owned lists the partitions held, valid leases only, in order.

@@ -259,7 +259,7 @@ func TestLeasesOnAClusterWithAServerDown(t *testing.T) {
 	a := startMember(t, c.URLs(), "a", parts, 3*time.Second, h)
 	startMember(t, c.URLs(), "b", parts, 3*time.Second, h)
 	// The members asked for 1 replica; the buckets made with 3 keep 3.
-	for _, b := range []string{MembersBucket, LeasesBucket, FindingsBucket, StateBucket} {
+	for _, b := range []string{LeasesBucket, ShardBucket(1), ShardBucket(2), FindingsBucket, StateBucket} {
 		if r := existingReplicas(ctx, js, b, 0); r != 3 {
 			t.Errorf("bucket %s has %d replicas, want the 3 it was made with", b, r)
 		}
@@ -321,7 +321,9 @@ func TestLateRenewalDoesNotRevive(t *testing.T) {
 	n := &Node{start: time.Now(), tick: 20 * time.Millisecond, opts: Options{TTL: 100 * time.Millisecond}}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Lease{n: n, cancel: cancel}
-	l.extend(time.Since(n.start))
+	for k := range quorum {
+		l.extend(k, 1, time.Since(n.start))
+	}
 	if !l.Valid() {
 		t.Fatal("a lease just extended is not valid")
 	}
@@ -330,7 +332,9 @@ func TestLateRenewalDoesNotRevive(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the work was not cancelled at the deadline")
 	}
-	l.extend(time.Since(n.start)) // the late answer
+	for k := range Shards {
+		l.extend(k, 2, time.Since(n.start)) // the late answers
+	}
 	if l.Valid() {
 		t.Error("a lease renewed after its deadline is valid again")
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -65,6 +66,7 @@ func TestClusterSearchSaysWhatIsMissing(t *testing.T) {
 	proxy.Freeze()
 	frozen := time.Now()
 	reasons := map[string]bool{}
+	reindexSeen := false
 	var complete time.Duration
 	testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
 		res, err := searchResult(a.addrs.HTTP)
@@ -92,6 +94,15 @@ func TestClusterSearchSaysWhatIsMissing(t *testing.T) {
 				least += per[p]
 			}
 		}
+		// /metrics says which partitions a re-indexes, and how far.
+		m := scrape(t, a.addrs.HTTP)
+		for _, g := range res.Missing {
+			l := fmt.Sprintf(`{partition="%d"}`, g.Partition)
+			if g.Reason == index.GapReindexing && m["faultline_partition_reindexing"+l] == 1 &&
+				m["faultline_partition_indexed_seq"+l] < m["faultline_partition_reindex_target_seq"+l] {
+				reindexSeen = true
+			}
+		}
 		if len(res.Missing) == 0 || res.MissingShare <= 0 || res.MissingShare > 1 {
 			t.Fatalf("partial %v without the partitions missing or their share (%v, %v)", res.Partial, res.Missing, res.MissingShare)
 		}
@@ -102,6 +113,17 @@ func TestClusterSearchSaysWhatIsMissing(t *testing.T) {
 	})
 	if !reasons[index.GapUnowned] || !reasons[index.GapReindexing] {
 		t.Errorf("the take-over was seen missing for %v, want both %q and %q", reasons, index.GapUnowned, index.GapReindexing)
+	}
+	if !reindexSeen {
+		t.Error("a's /metrics never showed a partition re-indexing (faultline_partition_reindexing 1, faultline_partition_indexed_seq short of faultline_partition_reindex_target_seq) while a search said so")
+	}
+	// Done: every partition's index up to its target, none re-indexing.
+	m := scrape(t, a.addrs.HTTP)
+	for p := range parts {
+		l := fmt.Sprintf(`{partition="%d"}`, p)
+		if m["faultline_partition_reindexing"+l] != 0 || m["faultline_partition_indexed_seq"+l] < m["faultline_partition_reindex_target_seq"+l] {
+			t.Errorf("partition %d after the take-over: reindexing %v, indexed %v of %v", p, m["faultline_partition_reindexing"+l], m["faultline_partition_indexed_seq"+l], m["faultline_partition_reindex_target_seq"+l])
+		}
 	}
 	t.Logf("every record found again %v after b's link froze; missing meanwhile: %v", complete.Round(time.Millisecond), reasons)
 	proxy.Thaw()
@@ -161,6 +183,15 @@ func TestClusterZombieRejoins(t *testing.T) {
 		}
 		if v := metricValue(t, a.addrs.HTTP, "faultline_cluster_partitions_unowned"); v != 0 {
 			return fmt.Errorf("a's faultline_cluster_partitions_unowned %v", v)
+		}
+		m := scrape(t, b.addrs.HTTP)
+		for _, op := range []string{"heartbeat", "renew"} {
+			if v := m[`faultline_cluster_kv_failures_total{op="`+op+`"}`]; v < 1 {
+				return fmt.Errorf("b's faultline_cluster_kv_failures_total{op=%q} %v", op, v)
+			}
+		}
+		if _, ok := scrape(t, a.addrs.HTTP)[`faultline_cluster_kv_failures_total{op="heartbeat"}`]; !ok {
+			return errors.New("a's /metrics without faultline_cluster_kv_failures_total")
 		}
 		return nil
 	})

@@ -442,6 +442,8 @@ type partitionCollector struct {
 	owned, epoch, lag, moves *prometheus.Desc
 	// The cluster as this member sees it (its last heartbeat's view).
 	members, unowned, beat, connected *prometheus.Desc
+	// Re-index progress of the partitions taken, and KV requests failed.
+	reindexing, indexed, target, kvFailures *prometheus.Desc
 }
 
 func newPartitionCollector(s *server) *partitionCollector {
@@ -449,7 +451,7 @@ func newPartitionCollector(s *server) *partitionCollector {
 		owned: prometheus.NewDesc("faultline_partitions_owned",
 			"Partitions of the log stream this analyzer owns (holds a valid lease on).", nil, nil),
 		epoch: prometheus.NewDesc("faultline_partition_lease_epoch",
-			"Epoch of this analyzer's lease on a partition (the KV revision that created it; it grows with every new owner).", []string{"partition"}, nil),
+			"Epoch of this analyzer's lease on a partition (the highest KV revision of the creates that took it in the lease shards; it grows with new owners).", []string{"partition"}, nil),
 		lag: prometheus.NewDesc("faultline_partition_lag_messages",
 			"Messages of a partition owned here not yet read (as of the last one read).", []string{"partition"}, nil),
 		moves: prometheus.NewDesc("faultline_partition_moves_total",
@@ -462,6 +464,14 @@ func newPartitionCollector(s *server) *partitionCollector {
 			"Seconds since this analyzer's last heartbeat that was stored (past the lease TTL it is cut off and owns nothing).", nil, nil),
 		connected: prometheus.NewDesc("faultline_nats_connected",
 			"1 while this analyzer's NATS connection is up, else 0.", nil, nil),
+		reindexing: prometheus.NewDesc("faultline_partition_reindexing",
+			"1 while a partition owned here is re-indexed (taken over, its index not up to the message it had last then: searches say it is missing), else 0.", []string{"partition"}, nil),
+		indexed: prometheus.NewDesc("faultline_partition_indexed_seq",
+			"Stream sequence up to which this analyzer's index holds every record of a partition owned here.", []string{"partition"}, nil),
+		target: prometheus.NewDesc("faultline_partition_reindex_target_seq",
+			"Stream sequence of a partition's last message when this analyzer took it: re-indexing is done once faultline_partition_indexed_seq reaches it.", []string{"partition"}, nil),
+		kvFailures: prometheus.NewDesc("faultline_cluster_kv_failures_total",
+			"Requests to the lease shards (NATS KV) that failed, by operation, one per shard's request however often it was tried: heartbeat, list (of the members), acquire, renew, release.", []string{"op"}, nil),
 	}
 }
 
@@ -474,6 +484,10 @@ func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.unowned
 	ch <- c.beat
 	ch <- c.connected
+	ch <- c.reindexing
+	ch <- c.indexed
+	ch <- c.target
+	ch <- c.kvFailures
 }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
@@ -510,7 +524,18 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	for p, e := range n.Epochs() {
 		ch <- prometheus.MustNewConstMetric(c.epoch, prometheus.GaugeValue, float64(e), strconv.Itoa(p))
 	}
+	for op, v := range n.Failures() {
+		ch <- prometheus.MustNewConstMetric(c.kvFailures, prometheus.CounterValue, float64(v), cluster.OpNames[op])
+	}
 	for _, l := range c.s.lanes.all() {
-		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(l.Pending()), strconv.Itoa(l.Part()))
+		p := strconv.Itoa(l.Part())
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(l.Pending()), p)
+		indexed, re := c.s.progress.get(l.Part()), 0.0
+		if indexed < l.target {
+			re = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.reindexing, prometheus.GaugeValue, re, p)
+		ch <- prometheus.MustNewConstMetric(c.indexed, prometheus.GaugeValue, float64(indexed), p)
+		ch <- prometheus.MustNewConstMetric(c.target, prometheus.GaugeValue, float64(l.target), p)
 	}
 }
