@@ -42,8 +42,6 @@ var knownFailures = map[string]string{
 	"real/342-torchrun-exitcode-9-memory-self-rag":        "a torchrun worker killed by -9 is peer-process-died, not unexplained",
 	// Cases 380-393 (Ray/vLLM/SGLang held-out batch, collected before tuning).
 	"real/383-vllm-ray-h800x16-watchdog-illegal-memory-access":      "a watchdog that ends on a CUDA illegal memory access is read as a collective timeout",
-	"real/387-dynamo-vllm-0.12-multinode-tp-larger-than-local-gpus": "vLLM 0.12's ParallelConfig check 'Tensor parallel size (2) cannot be larger than the number of available GPUs (1)' is not in the catalog",
-	"real/388-sglang-deepseekv3-ignore-import-error-gcc-lcuda":      "SGLang's 'Ignore import error when loading sglang.srt.models.X' is not in the catalog",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
