@@ -29,6 +29,11 @@ type Options struct {
 	SetReplicas bool
 	TTL         time.Duration // of leases and memberships (DefaultTTL)
 	Log         *slog.Logger
+	// Reindexing, when set, lists the partitions this member owns but
+	// does not hold every record of yet (it says so in its heartbeats: a
+	// member that held one before drops its copy once its new owner has
+	// it in full).
+	Reindexing func() []int
 }
 
 // Member is what a member says of itself at every heartbeat.
@@ -40,6 +45,8 @@ type Member struct {
 	// Draining: it gives its partitions up and takes none (Drain); the
 	// others share them as if it had left.
 	Draining bool `json:"draining,omitempty"`
+	// Reindexing are the partitions of Owned it is still indexing.
+	Reindexing []int `json:"reindexing,omitempty"`
 }
 
 // OwnFunc processes partition l.Partition until ctx is done, and returns
@@ -316,6 +323,9 @@ func (n *Node) Failures() [nOps]int64 {
 // members: those present in any shard that answered.
 func (n *Node) heartbeat(ctx context.Context) []Member {
 	me := Member{ID: n.opts.Member, HTTP: n.opts.HTTP, Owned: n.Owned(), Since: n.start, Draining: n.draining.Load()}
+	if n.opts.Reindexing != nil {
+		me.Reindexing = n.opts.Reindexing()
+	}
 	b, _ := json.Marshal(me)
 	sent := time.Since(n.start)
 	var (

@@ -162,6 +162,8 @@ type Index struct {
 	size     int64     // bleveSize, read at sizeAt
 	sizeAt   time.Time
 
+	pruneMu sync.Mutex // DropPartition's file
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -248,6 +250,10 @@ func Open(dir string, opts Options) (*Index, error) {
 		x.markDead(r)
 	}
 	x.replaced = nil
+	if err := x.applyPruned(); err != nil {
+		x.Close()
+		return nil, err
+	}
 	if err := x.loadFindings(); err != nil {
 		x.Close()
 		return nil, err

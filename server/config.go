@@ -55,6 +55,10 @@ type Config struct {
 	// Stream holds the log stream's retention limits (--retention-age,
 	// --retention-bytes); zero fields take transport's defaults.
 	Stream transport.StreamOptions
+	// PruneEvery is how often the index drops what the stream no longer
+	// holds, and on a cluster the copies of moved partitions (0: a tenth
+	// of the stream's age limit, between 500 ms and a minute).
+	PruneEvery time.Duration
 
 	// Cluster, when enabled, shares the log stream's partitions among
 	// several analyzers (partitions.go); the zero value is the

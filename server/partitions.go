@@ -78,7 +78,7 @@ func (s *server) startCluster(ctx context.Context, js jetstream.JetStream, natsU
 		advertise = "http://" + httpAddr
 	}
 	opts := cluster.Options{Member: s.memberName(), HTTP: advertise, Partitions: parts, Replicas: replicas,
-		SetReplicas: c.Replicas > 0, TTL: c.LeaseTTL, Log: s.log}
+		SetReplicas: c.Replicas > 0, TTL: c.LeaseTTL, Log: s.log, Reindexing: s.reindexingParts}
 	var node *cluster.Node
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -255,7 +255,10 @@ func (s *server) openLane(ctx context.Context, st jetstream.Stream, l *cluster.L
 	} else {
 		from = first
 	}
+	s.dropMu.Lock() // not while a copy of p is dropped (dropMoved)
+	s.progress.open(p)
 	r := lane.Resume{Checkpoint: cp, IndexFrom: s.progress.get(p) + 1, ReplayTo: last}
+	s.dropMu.Unlock()
 	cfg := s.laneConfig(p, engine, lane.NewSeen(1<<16))
 	cfg.Reopen = func(ctx context.Context, from uint64) (lane.Source, error) {
 		return openOrdered(ctx, st, fromSeq(filter, from), nil, nil)
@@ -381,6 +384,7 @@ type progress struct {
 	mu      sync.Mutex
 	file    progressFile
 	written progressFile
+	dropped map[int]bool // reset, no lane opened since
 }
 
 type progressFile struct {
@@ -412,9 +416,31 @@ func (p *progress) get(part int) uint64 {
 	return p.file.Indexed[strconv.Itoa(part)]
 }
 
+// reset forgets what the index held of part (its copy dropped), and
+// ignores what a lane of it that stopped still reports, until open.
+func (p *progress) reset(part int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.file.Indexed, strconv.Itoa(part))
+	if p.dropped == nil {
+		p.dropped = map[int]bool{}
+	}
+	p.dropped[part] = true
+}
+
+// open is a lane of part starting: what it indexes counts again.
+func (p *progress) open(part int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.dropped, part)
+}
+
 func (p *progress) set(part int, seq uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.dropped[part] {
+		return // a late flush of a lane that stopped: its copy is gone
+	}
 	k := strconv.Itoa(part)
 	p.file.Indexed[k] = max(p.file.Indexed[k], seq)
 }

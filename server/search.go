@@ -142,3 +142,17 @@ func (p *partStream) Messages(ctx context.Context) []uint64 {
 	p.msgs, p.at = msgs, time.Now()
 	return msgs
 }
+
+// reindexingParts are the partitions of reindexing, for this member's
+// heartbeats.
+func (s *server) reindexingParts() []int {
+	n := s.node.Load()
+	if n == nil {
+		return nil
+	}
+	var out []int
+	for _, g := range s.reindexing(n) {
+		out = append(out, g.Partition)
+	}
+	return out
+}

@@ -46,6 +46,12 @@ func (s *server) collectors() []prometheus.Collector {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_index_queue_depth",
 			Help: "Events handed to the index and not yet in an executed batch."},
 			func() float64 { st := x.Stats(); return float64(st.Added) - float64(st.Indexed) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_index_records",
+			Help: "Records in the index that searches see (those pruned or replaced left out)."},
+			func() float64 { n, _ := x.DocCount(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "faultline_index_pruned_records_total",
+			Help: "Records dropped from the index: the stream no longer holds them (its retention), or their partition moved to another analyzer that holds it in full."},
+			func() float64 { return float64(s.pruned.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "faultline_index_writes_stalled",
 			Help: "1 while index writes fail and are being retried (a full disk: /healthz says why), else 0."},
 			func() float64 {

@@ -47,6 +47,8 @@ type server struct {
 	outboxes      []*outbox          // one per webhook and Alertmanager (outbox.go)
 	streamCreated time.Time
 	progress      *progress
+	dropMu        sync.Mutex    // a moved partition's copy dropped, or a lane reading where it starts (prune.go)
+	pruned        atomic.Uint64 // records dropped from the index: past the stream's retention, or of moved partitions
 	// single is the whole stream's lane, on one machine; on a cluster
 	// (partitions.go) this member and its partitions' lanes, and what the
 	// HTTP API searches (the fan-out across members).
@@ -173,6 +175,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer stop() // the announcer and the committer
+	defer s.startPruner(runCtx, js)()
 	s.warming.Store(false)
 
 	defer s.startOutboxes(runCtx)()
