@@ -16,6 +16,10 @@ func ConnOptions(ttl time.Duration) []nats.Option {
 	}
 	ping := min(max(ttl/10, 100*time.Millisecond), 2*time.Second)
 	return []nats.Option{
+		// A frozen server still completes the TCP handshake (the kernel
+		// does) but never sends INFO: a reconnect attempt to it waits
+		// this long, 2 s by default, while the leases run down.
+		nats.Timeout(max(2*ping, 500*time.Millisecond)),
 		nats.PingInterval(ping),
 		nats.MaxPingsOutstanding(2),
 		nats.MaxReconnects(-1),

@@ -102,7 +102,7 @@ func TestLeasesSurviveAFrozenServer(t *testing.T) {
 		case lastShort < 0:
 			t.Logf("%s: all %d partitions ran throughout (lease TTL %v)", what, parts, ttl)
 		default:
-			t.Logf("%s: at least %d of %d partitions ran throughout; all again %v after the freeze (lease TTL %v)", what, least, parts, lastShort.Round(time.Millisecond), ttl)
+			t.Logf("%s: at least %d of %d partitions ran throughout; all again %v after the freeze (lease TTL %v); stopped: %v", what, least, parts, lastShort.Round(time.Millisecond), ttl, h.stopsSince(start))
 		}
 		if least == 0 {
 			t.Errorf("%s: every partition dropped", what)
@@ -120,10 +120,60 @@ func TestLeasesSurviveAFrozenServer(t *testing.T) {
 		}
 	}
 	for _, i := range order {
-		what := fmt.Sprintf("SIGSTOP of %s (m%d's server, leader of %s)", procs.Name(i), i, ShardBucket(slices.Index(l, i)))
+		k := slices.Index(l, i)
+		what := fmt.Sprintf("SIGSTOP of %s (m%d's server, leader of %s)", procs.Name(i), i, ShardBucket(k))
+		stalled := probe(t, procs.URL((i+1)%3)+","+procs.URL((i+2)%3), ShardBucket(k))
 		procs.Freeze(i)
 		watch(what)
+		t.Logf("%s: writes to %s stalled for %v (JetStream electing another leader)", what, ShardBucket(k), (<-stalled).Round(10*time.Millisecond))
 		procs.Thaw(i)
 		l = ready()
 	}
+}
+
+// probe writes to bucket through url every 50 ms from now on, each write
+// bounded by 500 ms, and sends how long the writes failed for, from the
+// first that failed to the next that worked (0 if none failed).
+func probe(t *testing.T, url, bucket string) <-chan time.Duration {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	out := make(chan time.Duration, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil { // a server just thawed may not know it yet: no figure
+		t.Logf("probe of %s not started: %v", bucket, err)
+		nc.Close()
+		out <- -1
+		return out
+	}
+	go func() {
+		defer nc.Close()
+		var failed time.Time
+		deadline := time.Now().Add(2*DefaultTTL + 5*time.Second)
+		for time.Now().Before(deadline) {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			sent := time.Now()
+			_, err := kv.Put(ctx, "probe", []byte("x"))
+			cancel()
+			switch {
+			case err != nil && failed.IsZero():
+				failed = sent
+			case err == nil && !failed.IsZero():
+				out <- time.Since(failed)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if failed.IsZero() {
+			out <- 0
+		} else {
+			out <- time.Since(failed) // still failing at the end of the watch
+		}
+	}()
+	return out
 }

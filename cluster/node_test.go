@@ -70,6 +70,27 @@ type holdings struct {
 	mu     sync.Mutex
 	holder map[int]string
 	starts int
+	stops  []stop
+}
+
+// stop is a member's work on a partition ending.
+type stop struct {
+	p      int
+	member string
+	at     time.Time
+}
+
+// stopsSince lists the partitions whose work ended since t, and by whom.
+func (h *holdings) stopsSince(t time.Time) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, s := range h.stops {
+		if !s.at.Before(t) {
+			out = append(out, fmt.Sprintf("p%d by %s at +%v", s.p, s.member, s.at.Sub(t).Round(10*time.Millisecond)))
+		}
+	}
+	return out
 }
 
 func (h *holdings) own(member string) OwnFunc {
@@ -86,6 +107,7 @@ func (h *holdings) own(member string) OwnFunc {
 		if h.holder[l.Partition] == member {
 			delete(h.holder, l.Partition)
 		}
+		h.stops = append(h.stops, stop{l.Partition, member, time.Now()})
 		h.mu.Unlock()
 	}
 }

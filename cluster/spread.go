@@ -42,13 +42,19 @@ func (n *Node) spread(ctx context.Context) {
 		}
 		ci := bs.StreamInfo().Cluster
 		leaders[k], streams[k] = ci.Leader, bs.StreamInfo().Config.Name
+		for _, r := range ci.Replicas {
+			// Only in a healthy cluster: a server frozen a moment ago
+			// may still read current, leads nothing since its shard
+			// elected another leader, and must not be given one.
+			if !r.Current || r.Offline || r.Active > n.tick {
+				return
+			}
+			if k == 0 {
+				peers = append(peers, r.Name)
+			}
+		}
 		if k == 0 {
 			peers = append(peers, ci.Leader)
-			for _, r := range ci.Replicas {
-				if r.Current && !r.Offline {
-					peers = append(peers, r.Name)
-				}
-			}
 		}
 	}
 	var idle string
