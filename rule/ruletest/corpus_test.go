@@ -40,8 +40,6 @@ var knownFailures = map[string]string{
 	"real/332-shm-attach-enoent-2.23-regression":          "a missing peer segment (attach: No such file) is read as a /dev/shm too small",
 	"real/341-torchrun-exitcode-9-host-oom-llama":         "a torchrun worker killed by -9 is peer-process-died, not unexplained",
 	"real/342-torchrun-exitcode-9-memory-self-rag":        "a torchrun worker killed by -9 is peer-process-died, not unexplained",
-	// Cases 380-393 (Ray/vLLM/SGLang held-out batch, collected before tuning).
-	"real/383-vllm-ray-h800x16-watchdog-illegal-memory-access":      "a watchdog that ends on a CUDA illegal memory access is read as a collective timeout",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
