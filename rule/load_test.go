@@ -2,6 +2,9 @@ package rule
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -129,4 +132,75 @@ func TestLineLocal(t *testing.T) {
 			t.Errorf("lineLocal(%q) = %v, want %v", re, got, want)
 		}
 	}
+}
+
+func TestLeadingLiterals(t *testing.T) {
+	tests := map[string][]string{
+		`(?P<who>Bootstrap|NET/Socket) ?: Using (?:\[\d+\])?(?P<ifc>\w+)`: {"Bootstrap: Using ", "Bootstrap : Using ", "NET/Socket: Using ", "NET/Socket : Using "},
+		`(?:Ring|Channel) \d+`: {"Ring ", "Channel "},
+		`(?:Model loading took|Loading (?:model )?weights took) (?P<g>[\d.]+ Gi?B)`: {"Model loading took ", "Loading weights took ", "Loading model weights took "},
+		`\bfoo bar`:                            nil, // an assertion first
+		`(?:x )?foo`:                           {"foo", "x foo"},
+		`(?:x )?\d+`:                           nil, // "" among the spellings
+		`[\d.]+/(?P<total>[\d.]+) GPU`:         nil, // a class of many
+		`ab\d`:                                 nil, // too short
+		`(?i)error`:                            nil, // 32 spellings and more
+		`Available KV cache memory: (?P<g>.+)`: {"Available KV cache memory: "},
+	}
+	for re, want := range tests {
+		if got := leadingLiterals(re); !slices.Equal(got, want) {
+			t.Errorf("leadingLiterals(%q) = %q, want %q", re, got, want)
+		}
+	}
+}
+
+// TestLedRegexFindsTheSameMatches: the anchored regex tried where a
+// leading literal occurs finds what FindAllStringSubmatch finds, on every
+// catalog example and on every line and record of the real logs, and on
+// texts holding a match twice, among near misses and repeated leads.
+func TestLedRegexFindsTheSameMatches(t *testing.T) {
+	p, err := LoadBuiltinPack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "logs", "real", "*", "*.log"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, strings.Split(string(b), "\n")...)
+		texts = append(texts, string(b))
+	}
+	if len(files) < 100 {
+		t.Fatalf("only %d real logs", len(files))
+	}
+	led, matched := 0, 0
+	for _, e := range p.Entries {
+		m := e.m
+		if m.led == nil {
+			continue
+		}
+		led++
+		ex := e.Example
+		own := []string{ex, ex + " " + ex, ex + "\n" + ex, "x" + ex[:len(ex)/2] + ex, m.lead[0] + m.lead[0] + ex}
+		for _, l := range m.lead {
+			own = append(own, l, l+l, "  "+l+"1 "+ex)
+		}
+		for _, text := range append(own, texts...) {
+			want := m.re.FindAllStringSubmatch(text, 32)
+			if got := m.findIn(text, nil); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s on %q:\n got %q\nwant %q", e.ID, clip(text, 300), got, want)
+				break
+			}
+			if want != nil {
+				matched++
+			}
+		}
+	}
+	if led < 20 || matched < 100 {
+		t.Fatalf("only %d entries with leading literals, %d texts matched", led, matched)
+	}
+	t.Logf("%d entries with leading literals, %d texts matched", led, matched)
 }

@@ -20,11 +20,7 @@ import (
 // Go's regexp would otherwise try every position of every line.
 func (m *matcher) findAll(text string) [][]string {
 	if !m.lineLocal || (m.lineRe == nil && strings.IndexByte(text, '\n') < 0) {
-		return m.re.FindAllStringSubmatch(text, 32)
-	}
-	re := m.re
-	if m.lineRe != nil {
-		re = m.lineRe
+		return m.findIn(text, nil)
 	}
 	var all [][]string
 	for rest := text; ; {
@@ -34,12 +30,53 @@ func (m *matcher) findAll(text string) [][]string {
 			line = rest[:i]
 		}
 		if m.lineHasLiteral(line) {
-			all = append(all, re.FindAllStringSubmatch(line, 32)...)
+			if m.lineRe != nil {
+				all = append(all, m.lineRe.FindAllStringSubmatch(line, 32)...)
+			} else {
+				all = m.findIn(line, all)
+			}
 		}
 		if i < 0 || len(all) >= 32 {
 			break
 		}
 		rest = rest[i+1:]
+	}
+	return all
+}
+
+// findIn appends the regex's matches in s (at most 32) to all, as
+// FindAllStringSubmatch finds them: with leading literals, by the anchored
+// regex at each place one occurs (a match starts at one; the leftmost that
+// matches is the leftmost match, and the next is looked for from its end).
+func (m *matcher) findIn(s string, all [][]string) [][]string {
+	if m.led == nil {
+		return append(all, m.re.FindAllStringSubmatch(s, 32)...)
+	}
+	for pos, n := 0, 0; n < 32; {
+		at := -1
+		for _, l := range m.lead {
+			if k := strings.Index(s[pos:], l); k >= 0 && (at < 0 || k < at) {
+				at = k
+			}
+		}
+		if at < 0 {
+			break
+		}
+		at += pos
+		loc := m.led.FindStringSubmatchIndex(s[at:])
+		if loc == nil {
+			pos = at + 1
+			continue
+		}
+		sm := make([]string, len(loc)/2)
+		for g := range sm {
+			if loc[2*g] >= 0 {
+				sm[g] = s[at+loc[2*g] : at+loc[2*g+1]]
+			}
+		}
+		all = append(all, sm)
+		n++
+		pos = at + loc[1] // past the match: a lead is not empty, neither is a match
 	}
 	return all
 }

@@ -19,9 +19,16 @@ type matcher struct {
 	also      []string       // every match contains all of these too (checked before the regex)
 	lineLocal bool           // the regex can only match within one line
 	lineRe    *regexp.Regexp // the regex anchored at the start of a line, for "(?m)^..." regexes
-	groups    []string
-	sources   []string // nil: any; a few words, so a list beats a map's hashing (checked on every event)
-	levels    []string
+	// lead: every match starts with one of these spellings (of the
+	// regex's first parts), and led is the regex anchored at the start,
+	// tried only where one occurs. Go's regexp skips ahead to a single
+	// literal prefix itself, but tries every position of the text for
+	// "(?:Ring|Channel) \d+ ..." (5-20x the anchored runs on loggen lines).
+	lead    []string
+	led     *regexp.Regexp
+	groups  []string
+	sources []string // nil: any; a few words, so a list beats a map's hashing (checked on every event)
+	levels  []string
 
 	mu      sync.Mutex
 	regexps map[string]*regexp.Regexp // compiled on first use by sum_matches/count_matches
@@ -57,6 +64,13 @@ func compileMatch(ms Match, path string) (*matcher, error) {
 		}
 		m.also = alsoLiterals(ms.Regex, m.literals)
 		m.lineLocal = lineLocal(ms.Regex)
+		if p, _ := re.LiteralPrefix(); p == "" {
+			if lead := leadingLiterals(ms.Regex); lead != nil {
+				if led, err := regexp.Compile(`^(?:` + ms.Regex + `)`); err == nil {
+					m.lead, m.led = lead, led
+				}
+			}
+		}
 		if m.lineLocal && strings.HasPrefix(ms.Regex, "(?m)^") {
 			// On one line, "^" (start of text) is where "(?m)^" can match,
 			// and an anchored regex is tried at one position only.
@@ -116,6 +130,42 @@ func lineLocal(src string) bool {
 	}
 	walk(re)
 	return ok
+}
+
+// maxLead bounds the spellings tried as a regex's leading literals.
+const maxLead = 8
+
+// leadingLiterals returns the strings every match of the regex starts
+// with, when they are few and none is shorter than minLiteral: the
+// spellings of the first parts of its concatenation that have few
+// ("(?P<who>Bootstrap|NET/Socket) ?: Using " gives four). nil when the
+// regex starts with anything else (a class of many, an assertion).
+func leadingLiterals(src string) []string {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re = re.Simplify()
+	subs := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		subs = re.Sub
+	}
+	run := []string{""}
+	for _, sub := range subs {
+		set, ok := exactSet(sub)
+		if !ok {
+			break
+		}
+		prod, ok := crossProduct(run, set)
+		if !ok || len(prod) > maxLead {
+			break
+		}
+		run = prod
+	}
+	if score(run) < minLiteral {
+		return nil // "" among them: no part taken, or an optional one
+	}
+	return run
 }
 
 // alsoLiterals returns the literals of the regex's top-level concatenation
