@@ -75,7 +75,7 @@ type Joiner struct {
 	emitFn func(Record)
 	// pending holds the active records and j.last; a record that closes is
 	// dropped from it (and recycled) unless it is j.last.
-	pending map[joinKey]*pendingRecord
+	pending writerTable
 	last    *pendingRecord // pending record of the previous Add (most lines continue the same key)
 	// head..tail lists the active records by lastSeq, oldest first: the
 	// sweep takes stale records from the head instead of walking the map.
@@ -168,6 +168,7 @@ const (
 
 type pendingRecord struct {
 	key        joinKey
+	hash       uint64 // of key, in Joiner.pending
 	prev, next *pendingRecord // in the Joiner's list of active records
 	active     bool
 	state      uint8
@@ -210,7 +211,7 @@ func NewJoiner(o Origin, opts JoinOptions, emit func(Record)) *Joiner {
 	if opts.HoldOpen <= 0 {
 		opts.HoldOpen = DefaultHoldOpen
 	}
-	j := &Joiner{origin: o, opts: opts, emitFn: emit, pending: make(map[joinKey]*pendingRecord)}
+	j := &Joiner{origin: o, opts: opts, emitFn: emit, pending: newWriterTable()}
 	j.idBuf = append(j.idBuf, o.Node...)
 	j.idBuf = append(j.idBuf, 0)
 	j.idBuf = append(j.idBuf, o.FileID...)
@@ -312,10 +313,11 @@ func (j *Joiner) add(st *streamLast, l Line) {
 
 	p := j.last
 	if p == nil || p.key != key {
-		np := j.pending[key]
+		h := j.pending.hash(key)
+		np := j.pending.get(key, h)
 		if np == nil {
 			np = j.newRecord(key)
-			j.pending[key] = np
+			j.pending.put(np, h)
 		}
 		if p != nil && !p.active {
 			j.release(p)
@@ -451,7 +453,7 @@ func (j *Joiner) newRecord(key joinKey) *pendingRecord {
 
 // release forgets an inactive record that is not j.last and keeps it for reuse.
 func (j *Joiner) release(p *pendingRecord) {
-	delete(j.pending, p.key)
+	j.pending.del(p)
 	if len(j.free) >= maxFree {
 		return
 	}
@@ -699,7 +701,7 @@ func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 		}
 	case indent > 0:
 		switch {
-		case prev.bare() && j.pending[s.key] != nil:
+		case prev.bare() && j.pending.lookup(s.key) != nil:
 			// A process prefix alone before the cut: what it prefixes
 			// was pushed to the next line, whatever it is
 			// ("(RayWorkerWrapper pid=340, ip=...) " + "  host:340:340 [7] NCCL INFO ...").
@@ -737,7 +739,7 @@ func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 	case prev.cols < wrapMinWidth || !wrapContinues(text, prev.last):
 		return false
 	}
-	p := j.pending[s.key]
+	p := j.pending.lookup(s.key)
 	if p == nil || !p.active || !j.fits(p, l) {
 		return false
 	}
@@ -964,7 +966,7 @@ func (j *Joiner) indentedWrap(s *streamLast, prev lineShape, body string) bool {
 	if prevCols+1+word <= max(s.maxCols, wrapMinWidth) {
 		return false
 	}
-	if p := j.pending[s.key]; p != nil && (p.state == recTraceback || p.state == recChain) {
+	if p := j.pending.lookup(s.key); p != nil && (p.state == recTraceback || p.state == recChain) {
 		return false
 	}
 	// "key: value" after a sentence is a field of a structured message

@@ -348,7 +348,7 @@ func TestJoinerBoundedPending(t *testing.T) {
 	for _, l := range plainLines(b.String()) {
 		j.Add(l)
 	}
-	if n := len(j.pending); n > staleLines+2*sweepInterval {
+	if n := j.pending.n; n > staleLines+2*sweepInterval {
 		t.Fatalf("%d pending entries", n)
 	}
 	if len(recs) < 20000-staleLines-sweepInterval {
