@@ -27,7 +27,22 @@ import (
 // decompressed (uvarint). The payload is the blocks' stored records
 // (appendPayload), one after the other, zstd-compressed together: a few
 // consecutive blocks of one file (see shard.frames). Bleve never sees the
-// text: a block's Bleve document holds only its terms.
+// text.
+//
+// Since version 5 a Bleve document is a group of up to groupCap
+// consecutive blocks of one write (see groupTerms): its terms are the
+// blocks' terms, each term's frequency the place in the group's term
+// table of its entry, which gives the blocks that hold the term and in
+// each the mask of its records. The table follows its blocks in the store
+// as a table frame:
+//
+//	magic "FLT\x01" | header length u32 | payload length u32 | CRC-32C of the header u32 | header | payload
+//
+// whose header is the group's first block (uvarint), its number of
+// blocks (uvarint) and the CRC-32C of the payload (u32), and whose payload
+// is the table, uncompressed (searches read it whole, see tableCache). A
+// write's frames are its blocks' frames then its groups' tables: blocks
+// whose table is not there (a torn write) are cut off with them.
 const (
 	storeFile   = "blocks.dat"
 	frameHead   = 16
@@ -35,7 +50,21 @@ const (
 	maxPayload  = 256 << 20
 )
 
-var frameMagic = [4]byte{'F', 'L', 'B', 1}
+var (
+	frameMagic = [4]byte{'F', 'L', 'B', 1}
+	tableMagic = [4]byte{'F', 'L', 'T', 1}
+)
+
+// groupMeta is a group of blocks in the catalog: its Bleve document is
+// its first block's number, and its term table is in the store.
+type groupMeta struct {
+	first  uint64 // the seq of its first block
+	n      int    // blocks
+	tabOff int64  // the table's offset and length in the store file
+	tabLen int32
+	tabCRC uint32
+	end    int64 // the end of its table frame
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -108,6 +137,7 @@ type blockMeta struct {
 	payLen, frameRaw int32
 	payCRC           uint32
 	rawOff, rawLen   int32
+	grp              *groupMeta // the group of blocks its Bleve document is
 	// dead is the mask of records replaced by a later version (atomic:
 	// set by the writer that indexed the new one, read by searches).
 	dead uint64
@@ -281,8 +311,10 @@ func decodeHeader(b []byte) (decodedHeader, error) {
 }
 
 // appendFrame appends the frame of a block to b.
-func appendFrame(b, hdr, payload []byte) []byte {
-	b = append(b, frameMagic[:]...)
+func appendFrame(b, hdr, payload []byte) []byte { return appendFrameOf(b, frameMagic, hdr, payload) }
+
+func appendFrameOf(b []byte, magic [4]byte, hdr, payload []byte) []byte {
+	b = append(b, magic[:]...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(hdr)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(hdr, castagnoli))
@@ -300,7 +332,13 @@ type blockStore struct {
 // scanStore reads the headers of every whole frame of the store at path,
 // calling fn with each block's. It returns the end of the last good frame:
 // a torn or corrupt tail (a crash while appending) ends the scan there.
-func scanStore(path string, fn func(d decodedHeader) error) (int64, error) {
+//
+// grouped (version 5) reads the table frames too: a block is only given
+// to fn with its group (blockMeta.grp) once the write it belongs to is
+// whole (every block it stored has its table), and the end returned is
+// that of a whole write. Unless grouped (a version 4 store, read to be
+// migrated), table frames are not expected and blocks have no group.
+func scanStore(path string, grouped bool, fn func(d decodedHeader) error) (int64, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -310,29 +348,58 @@ func scanStore(path string, fn func(d decodedHeader) error) (int64, error) {
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
-	var off int64
+	var off, good int64
 	var head [frameHead]byte
 	var hdr []byte
+	var pending []decodedHeader // of the write being read
+	claimed := 0                // of pending, those whose table was read
 	for {
 		if _, err := io.ReadFull(br, head[:]); err != nil {
-			return off, nil // the end, or a torn frame head
+			return good, nil // the end, or a torn frame head
 		}
 		hl, pl := binary.LittleEndian.Uint32(head[4:]), binary.LittleEndian.Uint32(head[8:])
-		if [4]byte(head[:4]) != frameMagic || hl > maxFrameHdr || pl > maxPayload {
-			return off, nil
+		magic := [4]byte(head[:4])
+		if magic != frameMagic && (!grouped || magic != tableMagic) || hl > maxFrameHdr || pl > maxPayload {
+			return good, nil
 		}
 		hdr = append(hdr[:0], make([]byte, hl)...)
 		if _, err := io.ReadFull(br, hdr); err != nil || crc32.Checksum(hdr, castagnoli) != binary.LittleEndian.Uint32(head[12:]) {
-			return off, nil
+			return good, nil
+		}
+		if n, err := br.Discard(int(pl)); err != nil || n != int(pl) {
+			return good, nil
+		}
+		n := int32(frameHead + int(hl) + int(pl))
+		if magic == tableMagic {
+			g, err := decodeTableHeader(hdr)
+			if err != nil {
+				return good, nil
+			}
+			g.tabOff, g.tabLen, g.end = off+frameHead+int64(hl), int32(pl), off+int64(n)
+			rest := pending[claimed:]
+			if g.n > len(rest) || rest[0].meta.seq != g.first {
+				return good, nil
+			}
+			for i := range g.n {
+				rest[i].meta.grp = g
+			}
+			claimed += g.n
+			off += int64(n)
+			if claimed == len(pending) {
+				for _, d := range pending {
+					if err := fn(d); err != nil {
+						return good, err
+					}
+				}
+				pending, claimed = pending[:0], 0
+				good = off
+			}
+			continue
 		}
 		blocks, crc, raw, err := decodeFrameHeader(hdr)
 		if err != nil {
-			return off, nil
+			return good, nil
 		}
-		if n, err := br.Discard(int(pl)); err != nil || n != int(pl) {
-			return off, nil
-		}
-		n := int32(frameHead + int(hl) + int(pl))
 		var rawOff int32
 		for i := range blocks {
 			m := &blocks[i].meta
@@ -342,15 +409,56 @@ func scanStore(path string, fn func(d decodedHeader) error) (int64, error) {
 			rawOff += m.rawLen
 		}
 		if rawOff != raw {
-			return off, nil
+			return good, nil
+		}
+		off += int64(n)
+		if grouped {
+			pending = append(pending, blocks...)
+			continue
 		}
 		for _, d := range blocks {
 			if err := fn(d); err != nil {
-				return off, err
+				return good, err
 			}
 		}
-		off += int64(n)
+		good = off
 	}
+}
+
+// appendTable appends the table frame of group g to b.
+func appendTable(b []byte, g *groupMeta, table []byte) []byte {
+	var hdr []byte
+	hdr = binary.AppendUvarint(hdr, g.first)
+	hdr = binary.AppendUvarint(hdr, uint64(g.n))
+	hdr = binary.LittleEndian.AppendUint32(hdr, crc32c(table))
+	return appendFrameOf(b, tableMagic, hdr, table)
+}
+
+func decodeTableHeader(b []byte) (*groupMeta, error) {
+	first, w := binary.Uvarint(b)
+	if w <= 0 {
+		return nil, errBadBlob
+	}
+	n, w2 := binary.Uvarint(b[w:])
+	if w2 <= 0 || n == 0 || n > groupCap || len(b) != w+w2+4 {
+		return nil, errBadBlob
+	}
+	return &groupMeta{first: first, n: int(n), tabCRC: binary.LittleEndian.Uint32(b[w+w2:])}, nil
+}
+
+// readTable reads the term table of group g.
+func (s *blockStore) readTable(g *groupMeta) ([]byte, error) {
+	if s.f == nil {
+		return nil, fmt.Errorf("chunk store %s: missing", s.path)
+	}
+	b := make([]byte, g.tabLen)
+	if _, err := s.f.ReadAt(b, g.tabOff); err != nil {
+		return nil, fmt.Errorf("chunk store %s: table of block %d: %w", s.path, g.first, err)
+	}
+	if crc32c(b) != g.tabCRC {
+		return nil, fmt.Errorf("chunk store %s: table of block %d: bad checksum", s.path, g.first)
+	}
+	return b, nil
 }
 
 // decodeFrameHeader reads a frame's header: its blocks' headers, the
@@ -534,4 +642,61 @@ func (c *blockCache) put(k cacheKey, hits []Hit) {
 	}
 	c.tick++
 	c.items[k] = &cacheItem{hits: hits, used: c.tick}
+}
+
+// tableCache keeps the term tables of groups that searches read, up to
+// max bytes: a word in most groups reads every table once.
+type tableCache struct {
+	mu    sync.Mutex
+	max   int64
+	size  int64
+	tick  uint64
+	items map[cacheKey]*tableItem
+}
+
+type tableItem struct {
+	tab  []byte
+	used uint64
+}
+
+func newTableCache(max int64) *tableCache {
+	return &tableCache{max: max, items: map[cacheKey]*tableItem{}}
+}
+
+func (c *tableCache) get(k cacheKey) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	it := c.items[k]
+	if it == nil {
+		return nil
+	}
+	c.tick++
+	it.used = c.tick
+	return it.tab
+}
+
+func (c *tableCache) put(k cacheKey, tab []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.size+int64(len(tab)) > c.max && len(c.items) > 0 {
+		// Evict the least recently used quarter: rare, and cheaper than a list.
+		used := make([]uint64, 0, len(c.items))
+		for _, it := range c.items {
+			used = append(used, it.used)
+		}
+		slices.Sort(used)
+		cut := used[len(used)/4]
+		for k, it := range c.items {
+			if it.used <= cut {
+				c.size -= int64(len(it.tab))
+				delete(c.items, k)
+			}
+		}
+	}
+	if old := c.items[k]; old != nil {
+		c.size -= int64(len(old.tab))
+	}
+	c.tick++
+	c.items[k] = &tableItem{tab: tab, used: c.tick}
+	c.size += int64(len(tab))
 }

@@ -125,6 +125,7 @@ type Index struct {
 	tab     *tables
 	codec   *codec
 	cache   *blockCache
+	tables  *tableCache
 	readers int // goroutines a search reads blocks with
 
 	// The writer side: where each file's records go, and the duplicate
@@ -182,14 +183,15 @@ type meta struct {
 
 // metaVersion is the layout of the index (2: time buckets, exact numbers and
 // one stored event blob; 3: time buckets from 4.3 s up; 4: blocks of
-// records in a chunk store, their terms in Bleve).
-const metaVersion = 4
+// records in a chunk store, their terms in Bleve; 5: a Bleve document per
+// group of blocks, the masks of its terms in the store's term tables).
+const metaVersion = 5
 
 // ErrReadOnly is returned by Add on an index opened with Options.ReadOnly.
 var ErrReadOnly = errors.New("index: opened read-only")
 
 // Open opens the index under dir, creating it when it does not exist. An
-// index of version 3 is migrated (when not read-only).
+// index of version 3 or 4 is migrated (when not read-only).
 func Open(dir string, opts Options) (*Index, error) {
 	opts.defaults()
 	idxDir := filepath.Join(dir, "index")
@@ -213,10 +215,10 @@ func Open(dir string, opts Options) (*Index, error) {
 		}
 	case err != nil:
 		return nil, fmt.Errorf("open index %s: %w", dir, err)
-	case m.Version == migratableVersion && opts.ReadOnly:
+	case migratable(m.Version) && opts.ReadOnly:
 		return nil, fmt.Errorf("open index %s: it has index version %d, this analyzer reads version %d; 'analyzer serve' or 'analyzer ingest' migrates it once when they open it (or re-ingest the logs into a new --data-dir)",
 			dir, m.Version, metaVersion)
-	case m.Version == migratableVersion:
+	case migratable(m.Version):
 		if err := migrate(dir, m, opts); err != nil {
 			return nil, err
 		}
@@ -232,7 +234,7 @@ func Open(dir string, opts Options) (*Index, error) {
 	}
 	x := &Index{
 		dir: dir, opts: opts, log: opts.Logger, mapping: NewMapping(), tab: newTables(), codec: c,
-		cache: newBlockCache(512), readers: runtime.GOMAXPROCS(0),
+		cache: newBlockCache(512), tables: newTableCache(256 << 20), readers: runtime.GOMAXPROCS(0),
 		routes: map[int32]*route{}, ids: newIDFilter(), files: map[fileRef]*fileBlocks{}, pending: map[string]struct{}{}, stalls: map[int]error{},
 	}
 	for i := 0; i < m.Shards; i++ {
@@ -303,7 +305,7 @@ func (x *Index) openShard(path string, n int) (*shard, error) {
 	s := &shard{x: x, n: n, bl: bl, blCfg: cfg, path: bpath, in: make(chan shardOp, 4096), done: make(chan struct{})}
 	upto := s.upto()
 	spath := filepath.Join(path, storeFile)
-	end, err := scanStore(spath, func(d decodedHeader) error {
+	end, err := scanStore(spath, true, func(d decodedHeader) error {
 		if d.meta.seq != uint64(len(s.blocks))+1 || opts.ReadOnly && d.meta.seq > upto {
 			return errStop
 		}
@@ -330,7 +332,11 @@ func (x *Index) openShard(path string, n int) (*shard, error) {
 	}
 	if len(s.blocks) > 0 {
 		last := s.blocks[len(s.blocks)-1]
-		end = last.frameOff + int64(last.frameLen)
+		if g := last.grp; g == nil || g.first+uint64(g.n)-1 != last.seq {
+			bl.Close()
+			return nil, fmt.Errorf("chunk store %s: block %d: its group is cut short (the store is corrupt)", spath, last.seq)
+		}
+		end = last.grp.end
 	} else {
 		end = 0
 	}
@@ -345,6 +351,13 @@ func (x *Index) openShard(path string, n int) (*shard, error) {
 	// are never searched: their numbers are taken again, which replaces
 	// them.
 	s.nextSeq = uint64(len(s.blocks))
+	if !opts.ReadOnly && upto > s.nextSeq {
+		if err := s.dropBeyond(s.nextSeq); err != nil {
+			s.store.close(false)
+			bl.Close()
+			return nil, fmt.Errorf("drop the documents of blocks the store lost: %w", err)
+		}
+	}
 	if !opts.ReadOnly && upto < s.nextSeq {
 		x.log.Warn("index: indexing again blocks the last run stored but did not index", "shard", n,
 			"blocks", s.nextSeq-upto)
@@ -366,8 +379,10 @@ func (x *Index) openShard(path string, n int) (*shard, error) {
 // 11.5 MB written for a 5.9 MB index, 15% of the ingest's CPU). 64 blocks
 // (4k records) keeps the tiers of the default policy (10 segments a tier,
 // merged 10 at a time) for segments of blocks: serve's small batches are
-// still merged soon, ingest's 16k-record batches wait for tiers.
-const mergeFloorDocs = 64
+// still merged soon, ingest's 16k-record batches wait for tiers. A
+// document is a group of up to groupCap blocks since version 5: 64 blocks
+// are 4 documents.
+const mergeFloorDocs = 64 / groupCap
 
 func readMeta(idxDir string) (meta, error) {
 	var m meta

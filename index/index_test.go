@@ -555,3 +555,179 @@ func TestBleveRebuiltFromTheChunkStore(t *testing.T) {
 		t.Errorf("after the rebuild: %d hits %v, want %d %v (err %v)", got.Total, got.Facets[FieldNode], want.Total, want.Facets[FieldNode], err)
 	}
 }
+
+// TestMigratesVersion4: an index of version 4 (a Bleve document per block;
+// testdata/v4 holds its chunk stores) is migrated when a writer opens it,
+// saying so: it finds what it held, a record replaced in it once.
+func TestMigratesVersion4(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/v4")); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "README.md"))
+	if _, err := Open(dir, Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "migrates it") {
+		t.Errorf("read-only open of a version 4 index: %v, want an error saying how it migrates", err)
+	}
+	var logs testutil.Buffer
+	x, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if !strings.Contains(logs.String(), "version 4); migrating it to version 5") || !strings.Contains(logs.String(), "migrated") {
+		t.Errorf("migration not logged: %s", logs.String())
+	}
+	evs := seedEvents()
+	if n, _ := x.DocCount(); n != uint64(len(evs)+300) {
+		t.Errorf("%d events after the migration, want %d", n, len(evs)+300)
+	}
+	res, err := x.Search(context.Background(), Query{Text: "node:192.168.200.12", Size: 10})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Message != evs[2].Message {
+		t.Errorf("search after the migration: %+v %v", res.Hits, err)
+	}
+	res, err = x.Search(context.Background(), Query{Text: `"old event 5"`, Size: 10})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Message != "old event 5, parsed anew" {
+		t.Errorf("the replaced record after the migration: %+v %v", res.Hits, err)
+	}
+	h, ok, err := x.Get(context.Background(), evs[7].ID)
+	if err != nil || !ok || h.Fields["interface"] != "enp1s0f0np0" || h.Line != evs[7].Line {
+		t.Errorf("get after the migration: %+v %v %v", h, ok, err)
+	}
+	for _, old := range []string{"index.v4", "index.migrating"} {
+		if _, err := os.Stat(filepath.Join(dir, old)); err == nil {
+			t.Errorf("%s left behind", old)
+		}
+	}
+}
+
+// TestStoreLosesAWrite: a write whose frames reached the store only in
+// part (its blocks without all their groups' term tables, or a block cut
+// short) is cut off at the next open, and the Bleve documents Bleve kept
+// of it (it synced, the store's page cache was lost) are deleted: what
+// is searched is the writes before it, then what is indexed again.
+func TestStoreLosesAWrite(t *testing.T) {
+	var first, second []*parsers.Event
+	genEvents(31, 12000, nil, func(e *parsers.Event) {
+		if len(first) < 2000 {
+			first = append(first, e)
+		} else {
+			second = append(second, e)
+		}
+	})
+	const q = "RayActorError OR enp1s0f0np0 OR throughput"
+	fresh, err := Open(t.TempDir(), Options{Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addAll(t, fresh, first)
+	want1, err := fresh.Search(context.Background(), Query{Text: q, Size: -1, Facets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addAll(t, fresh, second)
+	want, err := fresh.Search(context.Background(), Query{Text: q, Size: -1, Facets: true})
+	fresh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cut  func(size1, size2 int64) int64
+	}{
+		{"a block frame cut short", func(size1, _ int64) int64 { return size1 + 100 }},
+		{"the last table cut short", func(_, size2 int64) int64 { return size2 - 10 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store := filepath.Join(dir, "index", "shard-00", storeFile)
+			size := func() int64 {
+				fi, err := os.Stat(store)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fi.Size()
+			}
+			x, err := Open(dir, Options{Shards: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			addAll(t, x, first)
+			x.Close()
+			size1 := size()
+			if x, err = Open(dir, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			addAll(t, x, second) // one write: its 10,000 records in 3 groups
+			x.Close()
+			if err := os.Truncate(store, tc.cut(size1, size())); err != nil {
+				t.Fatal(err)
+			}
+			if x, err = Open(dir, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { x.Close() }()
+			if n, _ := x.DocCount(); n != uint64(len(first)) {
+				t.Errorf("%d records after the cut, want the first write's %d", n, len(first))
+			}
+			got, err := x.Search(context.Background(), Query{Text: q, Size: -1, Facets: true})
+			if err != nil || got.Total != want1.Total {
+				t.Errorf("after the cut: %d hits (err %v), want %d", got.Total, err, want1.Total)
+			}
+			s := x.shards[0]
+			v, err := s.view()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sv := range v.segs {
+				for num, seq := range sv.seqs {
+					if seq > uint64(len(v.blocks)) && (sv.del == nil || !sv.del.Contains(uint32(num))) {
+						t.Errorf("Bleve kept the document of block %d, beyond the store's %d", seq, len(v.blocks))
+					}
+				}
+			}
+			v.close()
+			addAll(t, x, second)
+			got, err = x.Search(context.Background(), Query{Text: q, Size: -1, Facets: true})
+			if err != nil || got.Total != want.Total || !slices.Equal(got.Facets[FieldNode], want.Facets[FieldNode]) {
+				t.Errorf("indexed again: %d hits %v (err %v), want %d %v", got.Total, got.Facets[FieldNode], err, want.Total, want.Facets[FieldNode])
+			}
+		})
+	}
+}
+
+// TestMigratesVersion4Pruned: what a version 4 index's pruned.json says
+// was dropped stays dropped after the migration.
+func TestMigratesVersion4Pruned(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/v4")); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "README.md"))
+	c, err := newCodec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := deadV4(filepath.Join(dir, "index"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard0 := 0
+	if err := readV4Shard(filepath.Join(dir, "index", "shard-00"), 0, c, dead, pruned{}, func(Hit, string) error {
+		shard0++
+		return nil
+	}); err != nil || shard0 == 0 {
+		t.Fatalf("shard 0 of the fixture: %d records, %v", shard0, err)
+	}
+	// Every block of shard 0 dropped by PruneTo.
+	if err := os.WriteFile(filepath.Join(dir, "index", prunedFile), []byte(`{"partitions": {}, "keep": [0, 0], "upto": [1000, 0]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if n, _ := x.DocCount(); n != uint64(len(seedEvents())+300-shard0) {
+		t.Errorf("%d events after the migration, want %d (shard 0's %d pruned)", n, len(seedEvents())+300-shard0, shard0)
+	}
+}

@@ -381,7 +381,7 @@ func (p *plan) numRange(n rangeNode) (maskSet, error) {
 			if e == nil {
 				break
 			}
-			if err := sv.orPostings(dict, []byte(e.Term), s.sure, v.blocks); err != nil {
+			if err := v.orPostings(&sv, dict, []byte(e.Term), s.sure); err != nil {
 				return s, err
 			}
 		}
@@ -396,20 +396,22 @@ func (v *view) postings(field string, term []byte, out []uint64) error {
 		if err != nil {
 			return fmt.Errorf("index: dictionary %s: %w", field, err)
 		}
-		if err := sv.orPostings(dict, term, out, v.blocks); err != nil {
+		if err := v.orPostings(&sv, dict, term, out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (sv *segView) orPostings(dict segment.TermDictionary, term []byte, out []uint64, blocks []*blockMeta) error {
-	_, err := sv.orPostingsCount(dict, term, out, blocks)
+func (v *view) orPostings(sv *segView, dict segment.TermDictionary, term []byte, out []uint64) error {
+	_, err := v.orPostingsCount(sv, dict, term, out)
 	return err
 }
 
-// orPostingsCount is orPostings, also counting the records found.
-func (sv *segView) orPostingsCount(dict segment.TermDictionary, term []byte, out []uint64, blocks []*blockMeta) (int, error) {
+// orPostingsCount is orPostings, also counting the records found. A
+// posting is a group's: its frequency names the term's entry in the
+// group's table (see groupTerms), which gives each block's mask.
+func (v *view) orPostingsCount(sv *segView, dict segment.TermDictionary, term []byte, out []uint64) (int, error) {
 	pl, err := dict.PostingsList(term, sv.del, nil)
 	if err != nil {
 		return 0, fmt.Errorf("index: postings of %q: %w", term, err)
@@ -417,6 +419,7 @@ func (sv *segView) orPostingsCount(dict segment.TermDictionary, term []byte, out
 	if pl == nil || pl.Count() == 0 {
 		return 0, nil
 	}
+	blocks := v.blocks
 	n := 0
 	it := pl.Iterator(true, false, false, nil)
 	for {
@@ -435,10 +438,46 @@ func (sv *segView) orPostingsCount(dict segment.TermDictionary, term []byte, out
 		if seq == 0 || seq > uint64(len(blocks)) {
 			continue // not published when this search began
 		}
-		m := codeMask(post.Frequency(), blocks[seq-1].n)
-		out[seq-1] |= m
-		n += bits.OnesCount64(m)
+		g := blocks[seq-1].grp
+		if g == nil || g.first != seq || seq-1+uint64(g.n) > uint64(len(blocks)) {
+			continue
+		}
+		tab, err := v.table(g)
+		if err != nil {
+			return n, err
+		}
+		f := post.Frequency()
+		if f == 0 {
+			continue
+		}
+		err = forEntry(tab, f-1, func(j int, code uint64) {
+			if j >= g.n {
+				return
+			}
+			i := int(seq) - 1 + j
+			m := codeMask(code, blocks[i].n)
+			out[i] |= m
+			n += bits.OnesCount64(m)
+		})
+		if err != nil {
+			return n, fmt.Errorf("index shard %d: table of block %d: entry of %q: %w", v.sh.n, seq, term, err)
+		}
 	}
+}
+
+// table returns the term table of group g.
+func (v *view) table(g *groupMeta) ([]byte, error) {
+	x := v.sh.x
+	k := cacheKey{v.sh.n, g.first}
+	if tab := x.tables.get(k); tab != nil {
+		return tab, nil
+	}
+	tab, err := v.sh.store.readTable(g)
+	if err != nil {
+		return nil, err
+	}
+	x.tables.put(k, tab)
+	return tab, nil
 }
 
 // pattern: the index terms it matches surely match; the buckets of the
@@ -530,7 +569,7 @@ func (p *plan) expand(field string, a vellum.Automaton, prefix, display string, 
 			if err := w.add(e.Term, display); err != nil {
 				return err
 			}
-			if err := sv.orPostings(dict, []byte(e.Term), out, p.v.blocks); err != nil {
+			if err := p.v.orPostings(&sv, dict, []byte(e.Term), out); err != nil {
 				return err
 			}
 		}
@@ -747,7 +786,7 @@ func (p *plan) buckets(class byte, agrees func(code, prefix string) bool, prefix
 			if !agrees(e.Term[2:], prefix) {
 				continue
 			}
-			n, err := sv.orPostingsCount(dict, []byte(e.Term), out, p.v.blocks)
+			n, err := p.v.orPostingsCount(&sv, dict, []byte(e.Term), out)
 			if err != nil {
 				return err
 			}

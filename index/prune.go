@@ -209,9 +209,12 @@ func (x *Index) dropUpTo(p int, marks []uint64) int {
 	return n
 }
 
-func (x *Index) readPruned() (pruned, error) {
+func (x *Index) readPruned() (pruned, error) { return readPrunedAt(filepath.Join(x.dir, "index")) }
+
+// readPrunedAt reads the pruned.json of the index folder idxDir.
+func readPrunedAt(idxDir string) (pruned, error) {
 	pr := pruned{Partitions: map[string][]uint64{}}
-	b, err := os.ReadFile(filepath.Join(x.dir, "index", prunedFile))
+	b, err := os.ReadFile(filepath.Join(idxDir, prunedFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return pr, nil
 	}

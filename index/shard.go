@@ -110,6 +110,7 @@ func init() {
 // frequency the mask of its records while gathering.
 type blockTerms struct {
 	fields [nTermFields]bindex.TokenFrequencies
+	order  [nTermFields][]*bindex.TokenFreq // each field's terms as they came (see groupTerms)
 	slab   []bindex.TokenFreq
 	s      *scratch
 }
@@ -142,11 +143,11 @@ func (b *blockTerms) add(field int, t []byte, bit uint64) {
 		tf.SetFrequency(tf.Frequency() | int(bit))
 		return
 	}
-	b.insert(m, t, bit)
+	b.insert(field, m, t, bit)
 }
 
-// insert adds t, a term m does not have.
-func (b *blockTerms) insert(m bindex.TokenFrequencies, t []byte, bit uint64) {
+// insert adds t, a term m (field's terms) does not have.
+func (b *blockTerms) insert(field int, m bindex.TokenFrequencies, t []byte, bit uint64) {
 	if len(b.slab) == 0 {
 		b.slab = make([]bindex.TokenFreq, 256)
 	}
@@ -157,6 +158,7 @@ func (b *blockTerms) insert(m bindex.TokenFrequencies, t []byte, bit uint64) {
 	tf.Term = unsafe.Slice(unsafe.StringData(k), len(k))
 	tf.SetFrequency(int(bit))
 	m[k] = tf
+	b.order[field] = append(b.order[field], tf)
 }
 
 // done notes the sizes of the block's fields for the next block's maps.
@@ -197,7 +199,7 @@ func (b *blockTerms) record(h *Hit, bit uint64) {
 			continue
 		}
 		if term, exact := indexTerm(tok, buf[:0]); exact {
-			b.insert(m, term, bit)
+			b.insert(fMessage, m, term, bit)
 		} else {
 			b.add(fMessage, term, bit)
 		}
@@ -212,8 +214,16 @@ func (b *blockTerms) record(h *Hit, bit uint64) {
 	kw(FieldProcess, h.Process)
 	kw(FieldCause, h.Cause)
 	kw(FieldIP, h.IP)
-	for k, v := range h.Fields {
-		b.add(termFieldIdx[FieldFields], []byte(k+"="+v), bit)
+	if len(h.Fields) == 1 {
+		for k, v := range h.Fields {
+			b.add(termFieldIdx[FieldFields], []byte(k+"="+v), bit)
+		}
+	} else if len(h.Fields) > 1 {
+		// In key order: the same record makes the same terms in the same
+		// order (see groupTerms).
+		for _, k := range slices.Sorted(maps.Keys(h.Fields)) {
+			b.add(termFieldIdx[FieldFields], []byte(k+"="+h.Fields[k]), bit)
+		}
 	}
 	if h.PID != 0 {
 		b.add(termFieldIdx[FieldPID], intTerm(int64(h.PID)), bit)
@@ -272,7 +282,6 @@ type sealed struct {
 	replaces        []recordRef
 	// Made when the block is numbered (number).
 	header []byte
-	doc    *document.Document
 }
 
 // seal orders the records of b by template, and makes its catalog entry,
@@ -336,16 +345,177 @@ func (s *shard) seal(b *openBlock) (*sealed, error) {
 	raw := appendPayload(make([]byte, 0, b.bytes), hs, keys[b.key])
 	m.rawLen = int32(len(raw))
 	terms.done()
-	sb := &sealed{meta: m, raw: raw, recIDs: recIDs, replaces: b.replaces, levels: levelNames, sources: sourceNames}
-	for f, tfs := range terms.fields {
+	sb := &sealed{meta: m, raw: raw, recIDs: recIDs, replaces: b.replaces, levels: levelNames, sources: sourceNames,
+		fields: terms.blockFields(n)}
+	return sb, nil
+}
+
+// blockFields are the fields of a block of n records, each term's
+// frequency its mask's code.
+func (b *blockTerms) blockFields(n int) []*blockField {
+	var out []*blockField
+	for f, tfs := range b.fields {
 		for _, tf := range tfs {
 			tf.SetFrequency(maskCode(uint64(tf.Frequency()), n))
 		}
 		if len(tfs) > 0 {
-			sb.fields = append(sb.fields, &blockField{name: termFields[f], freqs: tfs})
+			out = append(out, &blockField{name: termFields[f], freqs: tfs, order: b.order[f]})
 		}
 	}
-	return sb, nil
+	return out
+}
+
+// groupCap is the most blocks a group (one Bleve document) holds: a
+// term of many of its blocks is then one posting, not one per block
+// (Bleve's segments cost per posting).
+const groupCap = 64
+
+// groupTerms makes the term table and the Bleve fields of a group of
+// blocks, given each block's fields (their terms' frequencies their mask
+// codes, see blockFields). The table holds an entry per term of the
+// group: a mask of the group's blocks that hold it (uvarint), then for
+// each of them the code of its records' mask (uvarint); a term's
+// frequency in the group's document is its entry's offset plus one. The
+// entries are in the order of the blocks and of their fields' terms as
+// their records gave them, so the same records make the same table (see
+// reindex).
+func groupTerms(blocks [][]*blockField) ([]byte, []*blockField) {
+	type ent struct {
+		pres uint64
+		end  int32 // of its codes in flat, while filling
+	}
+	var ents []ent
+	var tfs []*bindex.TokenFreq // by entry
+	type code struct {
+		e    int32
+		code uint64
+	}
+	var codes []code
+	var fields [nTermFields]*blockField
+	var slab []bindex.TokenFreq
+	for j, bfs := range blocks {
+		for _, bf := range bfs {
+			f := termFieldIdx[bf.name]
+			gf := fields[f]
+			if gf == nil {
+				gf = &blockField{name: bf.name, freqs: make(bindex.TokenFrequencies, len(bf.freqs)*2)}
+				fields[f] = gf
+			}
+			if codes == nil {
+				codes = make([]code, 0, len(blocks)*len(bf.order)*2)
+			}
+			for _, tf := range bf.order {
+				g, ok := gf.freqs[string(tf.Term)]
+				if !ok {
+					if len(slab) == 0 {
+						slab = make([]bindex.TokenFreq, 1024)
+					}
+					g = &slab[0]
+					slab = slab[1:]
+					// The term's bytes are its block's map key's: shared, read only.
+					g.Term = tf.Term
+					g.SetFrequency(len(ents))
+					gf.freqs[unsafe.String(unsafe.SliceData(tf.Term), len(tf.Term))] = g
+					ents = append(ents, ent{})
+					tfs = append(tfs, g)
+				}
+				e := g.Frequency()
+				ents[e].pres |= 1 << j
+				codes = append(codes, code{int32(e), uint64(tf.Frequency())})
+			}
+		}
+	}
+	var at int32
+	for i := range ents {
+		at += int32(bits.OnesCount64(ents[i].pres))
+		ents[i].end = at - int32(bits.OnesCount64(ents[i].pres)) // its start, then its end
+	}
+	flat := make([]uint64, len(codes))
+	for _, c := range codes {
+		flat[ents[c.e].end] = c.code
+		ents[c.e].end++
+	}
+	table := make([]byte, 0, len(ents)*2+len(codes)*2)
+	start := 0
+	for i, e := range ents {
+		off := len(table)
+		table = binary.AppendUvarint(table, e.pres)
+		for _, c := range flat[start:e.end] {
+			table = binary.AppendUvarint(table, c)
+		}
+		start = int(e.end)
+		tfs[i].SetFrequency(off + 1)
+	}
+	var out []*blockField
+	for _, gf := range fields {
+		if gf != nil {
+			out = append(out, gf)
+		}
+	}
+	return table, out
+}
+
+// forEntry calls fn with each block of a group (its index in the group)
+// holding the term whose entry is at off in the group's table, and the
+// code of its records' mask.
+func forEntry(table []byte, off uint64, fn func(j int, code uint64)) error {
+	if off >= uint64(len(table)) {
+		return errBadBlob
+	}
+	b := table[off:]
+	pres, w := binary.Uvarint(b)
+	if w <= 0 {
+		return errBadBlob
+	}
+	b = b[w:]
+	for pres != 0 {
+		j := bits.TrailingZeros64(pres)
+		pres &= pres - 1
+		c, w := binary.Uvarint(b)
+		if w <= 0 {
+			return errBadBlob
+		}
+		b = b[w:]
+		fn(j, c)
+	}
+	return nil
+}
+
+// groupBuild is a group of a write: its catalog entry, table and
+// document.
+type groupBuild struct {
+	meta  *groupMeta
+	table []byte
+	doc   *document.Document
+}
+
+// groups cuts numbered blocks (consecutive) into groups of about the
+// same size and makes their tables and documents.
+func groups(blocks []*sealed) []*groupBuild {
+	var out []*groupBuild
+	ng := (len(blocks) + groupCap - 1) / groupCap
+	for i, k := 0, 0; k < ng; k++ {
+		size := (len(blocks) - i) / (ng - k)
+		gb := blocks[i : i+size]
+		i += size
+		g := &groupMeta{first: gb[0].meta.seq, n: len(gb)}
+		fs := make([][]*blockField, len(gb))
+		for j, b := range gb {
+			fs[j] = b.fields
+			b.meta.grp = g
+		}
+		out = append(out, newGroupBuild(g, fs))
+	}
+	return out
+}
+
+func newGroupBuild(g *groupMeta, fs [][]*blockField) *groupBuild {
+	table, fields := groupTerms(fs)
+	doc := document.NewDocument(seqID(g.first))
+	for _, f := range fields {
+		doc.AddField(f)
+	}
+	return &groupBuild{meta: g, table: table, doc: doc}
 }
 
 // number gives a block its number in the shard, and with it its header
@@ -356,10 +526,6 @@ func (s *shard) number(b *sealed) {
 	m.seq = s.nextSeq
 	keys, _ := s.x.tab.snapshot()
 	b.header = encodeHeader(make([]byte, 0, 128+16*m.n), m, keys[m.key], b.levels, b.sources, b.replaces)
-	b.doc = document.NewDocument(seqID(m.seq))
-	for _, f := range b.fields {
-		b.doc.AddField(f)
-	}
 }
 
 // frames packs blocks into frames: runs of consecutive blocks of one file
@@ -367,7 +533,12 @@ func (s *shard) number(b *sealed) {
 // together, which compresses several times better than alone. It sets
 // each block's place in the store as if the frames were appended at off.
 func (s *shard) frames(blocks []*sealed, off int64) []byte {
-	var out []byte
+	size := 0
+	for _, b := range blocks {
+		size += len(b.raw)/4 + len(b.header) + 32
+	}
+	out := make([]byte, 0, size)
+	var payload []byte
 	for i := 0; i < len(blocks); {
 		j := i + 1
 		raw := len(blocks[i].raw)
@@ -376,7 +547,8 @@ func (s *shard) frames(blocks []*sealed, off int64) []byte {
 			j++
 		}
 		group := blocks[i:j]
-		var hdr, payload []byte
+		var hdr []byte
+		payload = payload[:0]
 		hdr = binary.AppendUvarint(hdr, uint64(len(group)))
 		for _, b := range group {
 			hdr = binary.AppendUvarint(hdr, uint64(len(b.header)))
@@ -413,7 +585,7 @@ const (
 	maxFrameRaw = 256 << 10
 )
 
-// seqID is the Bleve document ID of block seq: fixed width, so IDs sort
+// seqID is the Bleve document ID of the group whose first block is seq: fixed width, so IDs sort
 // as numbers.
 func seqID(seq uint64) string {
 	var b [16]byte
@@ -436,11 +608,13 @@ func parseSeqID(id []byte) uint64 {
 	return v
 }
 
-// blockField is a field of a block document: its terms with their
-// records' masks as frequencies, indexed only.
+// blockField is a field of a block (its terms with their records'
+// masks' codes as frequencies) or of a group document (its terms with
+// their table entries' offsets plus one), indexed only.
 type blockField struct {
 	name  string
 	freqs bindex.TokenFrequencies
+	order []*bindex.TokenFreq // of a block: its terms in the order they came
 }
 
 func (f *blockField) Name() string                                      { return f.name }
@@ -549,7 +723,13 @@ func (s *shard) write(blocks []*sealed, closing bool) error {
 	for _, b := range blocks {
 		s.number(b)
 	}
+	gs := groups(blocks)
 	frames := s.frames(blocks, s.store.size)
+	for _, g := range gs {
+		frames = appendTable(frames, g.meta, g.table)
+		g.meta.end = s.store.size + int64(len(frames))
+		g.meta.tabOff, g.meta.tabLen, g.meta.tabCRC = g.meta.end-int64(len(g.table)), int32(len(g.table)), crc32c(g.table)
+	}
 	stored := false
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
@@ -560,7 +740,7 @@ func (s *shard) write(blocks []*sealed, closing bool) error {
 			}
 		}
 		if err == nil {
-			err = s.index(blocks)
+			err = s.index(gs, blocks[len(blocks)-1].meta.seq)
 		}
 		if err == nil {
 			if attempt > 0 {
@@ -606,19 +786,19 @@ func (s *shard) write(blocks []*sealed, closing bool) error {
 	return nil
 }
 
-// index runs the Bleve batch of blocks.
-func (s *shard) index(blocks []*sealed) error {
+// index runs the Bleve batch of groups, whose last block is last.
+func (s *shard) index(gs []*groupBuild, last uint64) error {
 	batch := s.bl.NewBatch()
-	for _, b := range blocks {
-		if err := batch.IndexAdvanced(b.doc); err != nil {
+	for _, g := range gs {
+		if err := batch.IndexAdvanced(g.doc); err != nil {
 			return err
 		}
 	}
 	var upto [8]byte
-	binary.BigEndian.PutUint64(upto[:], blocks[len(blocks)-1].meta.seq)
+	binary.BigEndian.PutUint64(upto[:], last)
 	batch.SetInternal(uptoKey, upto[:])
 	if err := s.bl.Batch(batch); err != nil {
-		return fmt.Errorf("index shard %d: batch of %d blocks: %w", s.n, len(blocks), err)
+		return fmt.Errorf("index shard %d: batch of %d groups: %w", s.n, len(gs), err)
 	}
 	return nil
 }
@@ -659,42 +839,93 @@ func (s *shard) upto() uint64 {
 }
 
 // reindex makes the Bleve documents of published blocks again from their
-// records in the chunk store.
+// records in the chunk store, group by group (blocks starts a group): the
+// records make the table stored with them again (checked), whose offsets
+// the documents' frequencies are.
 func (s *shard) reindex(blocks []*blockMeta) error {
 	for len(blocks) > 0 {
-		n := min(len(blocks), 1024)
 		batch := s.bl.NewBatch()
-		for _, m := range blocks[:n] {
-			hits, err := s.records(m)
-			if err != nil {
+		k := 0
+		for ng := 0; k < len(blocks) && ng < 64; ng++ {
+			g := blocks[k].grp
+			if g == nil || g.first != blocks[k].seq || k+g.n > len(blocks) {
+				return fmt.Errorf("index shard %d: index again from block %d: not the start of a whole group", s.n, blocks[k].seq)
+			}
+			fs := make([][]*blockField, g.n)
+			for j, m := range blocks[k : k+g.n] {
+				hits, err := s.records(m)
+				if err != nil {
+					return err
+				}
+				var terms blockTerms
+				for i := range hits {
+					terms.record(&hits[i], 1<<i)
+				}
+				fs[j] = terms.blockFields(m.n)
+			}
+			gb := newGroupBuild(g, fs)
+			if crc32c(gb.table) != g.tabCRC || len(gb.table) != int(g.tabLen) {
+				return fmt.Errorf("index shard %d: index again block %d: its records make another term table than the one stored", s.n, g.first)
+			}
+			if err := batch.IndexAdvanced(gb.doc); err != nil {
 				return err
 			}
-			var terms blockTerms
-			for i := range hits {
-				terms.record(&hits[i], 1<<i)
-			}
-			doc := document.NewDocument(seqID(m.seq))
-			for f, tfs := range terms.fields {
-				for _, tf := range tfs {
-					tf.SetFrequency(maskCode(uint64(tf.Frequency()), m.n))
-				}
-				if len(tfs) > 0 {
-					doc.AddField(&blockField{name: termFields[f], freqs: tfs})
-				}
-			}
-			if err := batch.IndexAdvanced(doc); err != nil {
-				return err
-			}
+			k += g.n
 		}
 		var upto [8]byte
-		binary.BigEndian.PutUint64(upto[:], blocks[n-1].seq)
+		binary.BigEndian.PutUint64(upto[:], blocks[k-1].seq)
 		batch.SetInternal(uptoKey, upto[:])
 		if err := s.bl.Batch(batch); err != nil {
-			return fmt.Errorf("index shard %d: index again %d blocks: %w", s.n, n, err)
+			return fmt.Errorf("index shard %d: index again %d blocks: %w", s.n, k, err)
 		}
-		blocks = blocks[n:]
+		blocks = blocks[k:]
 	}
 	return nil
+}
+
+// dropBeyond deletes the group documents Bleve has past block last (a
+// power loss after Bleve synced, before the page cache reached the
+// store): the blocks numbered again after last are grouped otherwise, and
+// a document left over would give them another group's terms.
+func (s *shard) dropBeyond(last uint64) error {
+	ai, err := s.bl.Advanced()
+	if err != nil {
+		return err
+	}
+	r, err := ai.Reader()
+	if err != nil {
+		return err
+	}
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		r.Close()
+		return fmt.Errorf("not a scorch index (%T)", r)
+	}
+	batch := s.bl.NewBatch()
+	for _, ss := range snap.Segments() {
+		seg := ss.Segment()
+		for i := range seg.Count() {
+			if ss.Deleted() != nil && ss.Deleted().Contains(uint32(i)) {
+				continue
+			}
+			id, err := seg.DocID(i)
+			if err != nil {
+				r.Close()
+				return err
+			}
+			if seq := parseSeqID(id); seq > last {
+				batch.Delete(string(id))
+			}
+		}
+	}
+	r.Close()
+	if batch.Size() == 0 {
+		return nil
+	}
+	var upto [8]byte
+	binary.BigEndian.PutUint64(upto[:], last)
+	batch.SetInternal(uptoKey, upto[:])
+	return s.bl.Batch(batch)
 }
 
 // persist waits until everything indexed is on disk. With unsafe_batch,
