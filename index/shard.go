@@ -95,14 +95,28 @@ var termFieldIdx = func() map[string]int {
 	return m
 }()
 
-const fMessage = 0 // termFields[0]
-
-// nTermFields is len(termFields).
-const nTermFields = 9
+// The fields' places in termFields.
+const (
+	fMessage = iota
+	fStream
+	fComponent
+	fProcess
+	fCause
+	fIP
+	fFields
+	fPID
+	fRank
+	nTermFields // len(termFields)
+)
 
 func init() {
 	if len(termFields) != nTermFields {
 		panic("index: nTermFields is not len(termFields)")
+	}
+	for i, f := range []string{FieldMessage, FieldStream, FieldComponent, FieldProcess, FieldCause, FieldIP, FieldFields, FieldPID, FieldRank} {
+		if termFieldIdx[f] != i {
+			panic("index: the field constants are not termFields' order")
+		}
 	}
 }
 
@@ -117,6 +131,11 @@ type blockTerms struct {
 
 // scratch is a writer's reused buffers.
 type scratch struct {
+	// free are the maps of blocks whose group was made, cleared (see
+	// recycle).
+	free     [nTermFields][]bindex.TokenFrequencies
+	pids     map[int][]byte // the terms of recent PIDs
+	kv       []byte
 	toks     []logToken
 	low      []byte
 	fieldLen [nTermFields]int // of the last block sealed
@@ -126,6 +145,14 @@ type scratch struct {
 // block like the last one (a map that grows rehashes its terms).
 func (b *blockTerms) field(field int) bindex.TokenFrequencies {
 	m := b.fields[field]
+	if m == nil && b.s != nil {
+		if free := b.s.free[field]; len(free) > 0 {
+			m = free[len(free)-1]
+			b.s.free[field] = free[:len(free)-1]
+			b.fields[field] = m
+			return m
+		}
+	}
 	if m == nil {
 		hint := 64
 		if sc := b.s; sc != nil {
@@ -204,32 +231,76 @@ func (b *blockTerms) record(h *Hit, bit uint64) {
 			b.add(fMessage, term, bit)
 		}
 	}
-	kw := func(field, v string) {
+	kw := func(field int, v string) {
 		if v != "" {
-			b.add(termFieldIdx[field], []byte(v), bit)
+			b.add(field, unsafe.Slice(unsafe.StringData(v), len(v)), bit) // read only
 		}
 	}
-	kw(FieldStream, h.Stream)
-	kw(FieldComponent, h.Component)
-	kw(FieldProcess, h.Process)
-	kw(FieldCause, h.Cause)
-	kw(FieldIP, h.IP)
-	if len(h.Fields) == 1 {
-		for k, v := range h.Fields {
-			b.add(termFieldIdx[FieldFields], []byte(k+"="+v), bit)
-		}
-	} else if len(h.Fields) > 1 {
+	kw(fStream, h.Stream)
+	kw(fComponent, h.Component)
+	kw(fProcess, h.Process)
+	kw(fCause, h.Cause)
+	kw(fIP, h.IP)
+	if len(h.Fields) > 0 {
 		// In key order: the same record makes the same terms in the same
 		// order (see groupTerms).
-		for _, k := range slices.Sorted(maps.Keys(h.Fields)) {
-			b.add(termFieldIdx[FieldFields], []byte(k+"="+h.Fields[k]), bit)
+		var keysBuf [16]string
+		keys := keysBuf[:0]
+		for k := range h.Fields {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var kvBuf [128]byte
+		kv := kvBuf[:0]
+		if b.s != nil {
+			kv = b.s.kv[:0]
+		}
+		for _, k := range keys {
+			kv = append(append(append(kv[:0], k...), '='), h.Fields[k]...)
+			b.add(fFields, kv, bit)
+		}
+		if b.s != nil {
+			b.s.kv = kv
 		}
 	}
 	if h.PID != 0 {
-		b.add(termFieldIdx[FieldPID], intTerm(int64(h.PID)), bit)
+		b.add(fPID, b.pidTerm(h.PID), bit)
 	}
 	if h.Rank != nil {
-		b.add(termFieldIdx[FieldRank], intTerm(int64(*h.Rank)), bit)
+		b.add(fRank, intTerm(int64(*h.Rank)), bit)
+	}
+}
+
+// pidTerm is the term of a PID: a file's records have few.
+func (b *blockTerms) pidTerm(pid int) []byte {
+	sc := b.s
+	if sc == nil {
+		return intTerm(int64(pid))
+	}
+	if t, ok := sc.pids[pid]; ok {
+		return t
+	}
+	if sc.pids == nil || len(sc.pids) >= 4096 {
+		sc.pids = make(map[int][]byte, 256)
+	}
+	t := intTerm(int64(pid))
+	sc.pids[pid] = t
+	return t
+}
+
+// recycle keeps the maps of blocks whose group is made for the next
+// blocks: nothing reads them any more (a group's terms share their keys'
+// bytes, not the maps).
+func (sc *scratch) recycle(blocks []*sealed) {
+	for _, b := range blocks {
+		for _, f := range b.fields {
+			i := termFieldIdx[f.name]
+			if len(sc.free[i]) < 64 {
+				clear(f.freqs)
+				sc.free[i] = append(sc.free[i], f.freqs)
+			}
+		}
+		b.fields = nil
 	}
 }
 
@@ -724,6 +795,7 @@ func (s *shard) write(blocks []*sealed, closing bool) error {
 		s.number(b)
 	}
 	gs := groups(blocks)
+	s.scratch.recycle(blocks)
 	frames := s.frames(blocks, s.store.size)
 	for _, g := range gs {
 		frames = appendTable(frames, g.meta, g.table)
