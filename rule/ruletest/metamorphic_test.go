@@ -174,4 +174,5 @@ var pasteFragile = map[string]string{
 	"real/229-kv-v1-serve-one-request-wrapped-arc":             "the reporter's terminal cut 'KV cach|e is needed' mid-word; a second cut or a prefix leaves the halves apart",
 	"real/115-mllama-keyerror-fastchat-compose":                "compose's and FastChat's prefixes take 66 of 80 columns: the pieces a cut or wrap at 80 leaves are too short to be told from lines, and squashed, nothing marks the entries",
 	"real/270-vllm-0.1-ray-fractional-node-resource-precision": "the excerpt starts at a File line without its Traceback header: squashed onto one line, nothing marks where its exception line starts",
+	"real/422-lws-eks-vllm-pp2-gloo-loopback-fallback-refused": "the PR author wrapped 'Using the loopback|address as fallback' and 'Connection refused,|remote=[127.0.0.1]' onto indented lines; a second cut or a prefix leaves the loopback peer apart from the refusal",
 }
