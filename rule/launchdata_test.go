@@ -200,3 +200,43 @@ func TestConfirmedHit(t *testing.T) {
 		t.Fatal("no text confirmed a signal: nothing checked")
 	}
 }
+
+// TestBuiltinLauncherFailureSignals: the launchers' own failure reports
+// (vLLM's multi-node-serving.sh, Open MPI's mpirun, DeepSpeed's launch.py,
+// pdsh, the kubelet, NIXL's UCX backend) mark a launch failed, as they print them; the same
+// tools' progress and success lines do not.
+func TestBuiltinLauncherFailureSignals(t *testing.T) {
+	rules, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := NewEngine(rules).idx.launch
+	for _, tt := range []struct {
+		msg  string
+		want bool
+	}{
+		{"Error: Missing argument --ray_address", true},
+		{"Error: Missing argument --ray_cluster_size", true},
+		{"Ray worker starts timeout, head address: 10.0.0.5:6379", true},
+		{"Waiting for all ray workers to be active timed out.", true},
+		{"Wait for all ray workers to be active. 1/2 is active", false},
+		{"Waiting until the ray worker is active...", false},
+		{"All ray workers are active and the ray cluster is initialized successfully.", false},
+		{"Worker: Ray runtime started with head address 10.0.0.5:6379", false},
+		{"mpirun noticed that process rank 6 with PID 0 on node xxxxxxxx exited on signal 9 (Killed).", true},
+		// Open MPI wraps its help text at 80 columns.
+		{"mpirun noticed that process rank 1 with PID 90398 on node shannon\nexited  on signal 11 (Segmentation fault).", true},
+		{"Primary job  terminated normally, but 1 process returned\na non-zero exit code. Per user-direction, the job has been aborted.", true},
+		{"['/usr/bin/python', '-u', 'train.py', '--local_rank=1'] exits with return code = 1", true},
+		{"Process 4123 exits successfully.", false},
+		{"pdsh@basecm11: node002: ssh exited with exit code 255", true},
+		{"pdsh@basecm11: node002: ssh exited with exit code 0", false},
+		{"  Warning  BackOff    5m16s (x21329 over 3d20h)  kubelet  Back-off restarting failed container ray-head in pod main-ray-cluster-kuberay-head-7zw69_default(da4143b0)", true},
+		{"Unexpected UCX error: Endpoint timeout", true},
+		{"UCX  INFO  ucp_context: using transports tcp,cuda_copy", false},
+	} {
+		if got := ls.confirmed(markFailed, tt.msg); got != tt.want {
+			t.Errorf("confirmed(failed, %q) = %v, want %v", tt.msg, got, tt.want)
+		}
+	}
+}

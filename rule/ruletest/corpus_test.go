@@ -40,10 +40,6 @@ var knownFailures = map[string]string{
 	"real/332-shm-attach-enoent-2.23-regression":          "a missing peer segment (attach: No such file) is read as a /dev/shm too small",
 	"real/341-torchrun-exitcode-9-host-oom-llama":         "a torchrun worker killed by -9 is peer-process-died, not unexplained",
 	"real/342-torchrun-exitcode-9-memory-self-rag":        "a torchrun worker killed by -9 is peer-process-died, not unexplained",
-	// Cases 410-425 (DeepSpeed/Megatron/Slurm/Kubernetes/SGLang/NIXL/TensorRT-LLM
-	// held-out batch, collected before tuning).
-	"real/415-lmcache-nixl-ucx-tcp-ep-send-endpoint-timeout":           "UCX's 'UCX  ERROR ... send(110) failed' and NIXL's 'Unexpected UCX error: Endpoint timeout' are no failure signal",
-	"real/416-kthena-multinode-ray-worker-leader-address-not-injected": "a shell's 'sh: 1: X: not found' and a launch script's 'Error: Missing argument --ray_address' are no failure signal",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
