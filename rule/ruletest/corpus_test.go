@@ -30,10 +30,7 @@ type corpusCase struct {
 var knownFailures = map[string]string{
 	// Cases 300-347 (bench/verdicts.sh's NCCL/c10d batch; case.json split
 	// says held-out or tuning): what the pack does not get right yet.
-	"real/310-efa-open-av-alloc-pd-dmesg-ubuntu18":        "an EFA driver refusal (ALLOC_PD err -12) is not told from other libfabric errors: a low-confidence nccl-ib-unavailable warning comes first",
-	"real/311-efa-open-av-einval-horovod":                 "Couldn't open AV alone names no reason: a low-confidence nccl-ib-unavailable warning comes first",
-	"real/314-gloo-new-group-self-ranks-refused":          "a Gloo connect refused by a rank that built another group looks like an interface problem: a differential warning comes first",
-	"real/325-ip6tnl0-linklocal-bootstrap-timeouts-2.5.6": "the excerpt holds only the interface lines (one host parsed, no failure)",
+	"real/314-gloo-new-group-self-ranks-refused": "a Gloo connect refused by a rank that built another group looks like an interface problem: a differential warning comes first",
 	// Cases 350-372: the held-out NCCL/c10d/EFA batch of issue 21's last
 	// round (collected and categorised before it was diagnosed once).
 	"real/357-efa-register-mr-einval-libfabric-before-1.29.1": "one line, no failure signal: an EINVAL memory registration (a libfabric bug) is a low warning, and no launch failure makes it unexplained",
