@@ -40,7 +40,7 @@ import (
 //
 // whose header is the group's first block (uvarint), its number of
 // blocks (uvarint) and the CRC-32C of the payload (u32), and whose payload
-// is the table, uncompressed (searches read it whole, see tableCache). A
+// is the table, uncompressed (searches read it whole, see Index.tables). A
 // write's frames are its blocks' frames then its groups' tables: blocks
 // whose table is not there (a torn write) are cut off with them.
 const (
@@ -588,13 +588,17 @@ func (s *blockStore) readFrame(c *codec, m *blockMeta) ([]byte, error) {
 	return out, nil
 }
 
-// blockCache keeps the records of recently read blocks: a page, the
-// checks of a query and the context of a hit read the same few blocks.
-type blockCache struct {
+// lruCache keeps values up to max of cost: the blocks' records (a page, the
+// checks of a query and the context of a hit read the same few blocks;
+// each costs 1) and the groups' term tables (a word in most groups reads
+// every table once; each costs its bytes).
+type lruCache[V any] struct {
 	mu    sync.Mutex
-	max   int
+	max   int64
+	cost  func(V) int64
+	size  int64
 	tick  uint64
-	items map[cacheKey]*cacheItem
+	items map[cacheKey]*cacheItem[V]
 }
 
 type cacheKey struct {
@@ -602,83 +606,36 @@ type cacheKey struct {
 	seq   uint64
 }
 
-type cacheItem struct {
-	hits []Hit
+type cacheItem[V any] struct {
+	v    V
 	used uint64
 }
 
-func newBlockCache(max int) *blockCache {
-	return &blockCache{max: max, items: make(map[cacheKey]*cacheItem, max)}
+func newLRUCache[V any](max int64, cost func(V) int64) *lruCache[V] {
+	return &lruCache[V]{max: max, cost: cost, items: map[cacheKey]*cacheItem[V]{}}
 }
 
-func (c *blockCache) get(k cacheKey) []Hit {
+func (c *lruCache[V]) get(k cacheKey) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	it := c.items[k]
 	if it == nil {
-		return nil
+		var zero V
+		return zero, false
 	}
 	c.tick++
 	it.used = c.tick
-	return it.hits
+	return it.v, true
 }
 
-func (c *blockCache) put(k cacheKey, hits []Hit) {
+func (c *lruCache[V]) put(k cacheKey, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.items) >= c.max {
-		// Evict the least recently used eighth: rare, and cheaper than a list.
-		used := make([]uint64, 0, len(c.items))
-		for _, it := range c.items {
-			used = append(used, it.used)
-		}
-		slices.Sort(used)
-		cut := used[len(used)/8]
-		for k, it := range c.items {
-			if it.used <= cut {
-				delete(c.items, k)
-			}
-		}
+	if old := c.items[k]; old != nil {
+		c.size -= c.cost(old.v)
+		delete(c.items, k)
 	}
-	c.tick++
-	c.items[k] = &cacheItem{hits: hits, used: c.tick}
-}
-
-// tableCache keeps the term tables of groups that searches read, up to
-// max bytes: a word in most groups reads every table once.
-type tableCache struct {
-	mu    sync.Mutex
-	max   int64
-	size  int64
-	tick  uint64
-	items map[cacheKey]*tableItem
-}
-
-type tableItem struct {
-	tab  []byte
-	used uint64
-}
-
-func newTableCache(max int64) *tableCache {
-	return &tableCache{max: max, items: map[cacheKey]*tableItem{}}
-}
-
-func (c *tableCache) get(k cacheKey) []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	it := c.items[k]
-	if it == nil {
-		return nil
-	}
-	c.tick++
-	it.used = c.tick
-	return it.tab
-}
-
-func (c *tableCache) put(k cacheKey, tab []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.size+int64(len(tab)) > c.max && len(c.items) > 0 {
+	if n := c.cost(v); c.size+n > c.max && len(c.items) > 0 {
 		// Evict the least recently used quarter: rare, and cheaper than a list.
 		used := make([]uint64, 0, len(c.items))
 		for _, it := range c.items {
@@ -688,15 +645,12 @@ func (c *tableCache) put(k cacheKey, tab []byte) {
 		cut := used[len(used)/4]
 		for k, it := range c.items {
 			if it.used <= cut {
-				c.size -= int64(len(it.tab))
+				c.size -= c.cost(it.v)
 				delete(c.items, k)
 			}
 		}
 	}
-	if old := c.items[k]; old != nil {
-		c.size -= int64(len(old.tab))
-	}
 	c.tick++
-	c.items[k] = &tableItem{tab: tab, used: c.tick}
-	c.size += int64(len(tab))
+	c.items[k] = &cacheItem[V]{v: v, used: c.tick}
+	c.size += c.cost(v)
 }

@@ -124,9 +124,9 @@ type Index struct {
 	shards  []*shard
 	tab     *tables
 	codec   *codec
-	cache   *blockCache
-	tables  *tableCache
-	readers int // goroutines a search reads blocks with
+	cache   *lruCache[[]Hit]  // blocks' records, by count
+	tables  *lruCache[[]byte] // groups' term tables, by bytes
+	readers int               // goroutines a search reads blocks with
 
 	// The writer side: where each file's records go, and the duplicate
 	// filter (a record indexed again is left out: IDs are stable).
@@ -234,7 +234,7 @@ func Open(dir string, opts Options) (*Index, error) {
 	}
 	x := &Index{
 		dir: dir, opts: opts, log: opts.Logger, mapping: NewMapping(), tab: newTables(), codec: c,
-		cache: newBlockCache(512), tables: newTableCache(256 << 20), readers: runtime.GOMAXPROCS(0),
+		cache: newLRUCache(512, func([]Hit) int64 { return 1 }), tables: newLRUCache(256<<20, func(t []byte) int64 { return int64(len(t)) }), readers: runtime.GOMAXPROCS(0),
 		routes: map[int32]*route{}, ids: newIDFilter(), files: map[fileRef]*fileBlocks{}, pending: map[string]struct{}{}, stalls: map[int]error{},
 	}
 	for i := 0; i < m.Shards; i++ {

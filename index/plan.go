@@ -469,7 +469,7 @@ func (v *view) orPostingsCount(sv *segView, dict segment.TermDictionary, term []
 func (v *view) table(g *groupMeta) ([]byte, error) {
 	x := v.sh.x
 	k := cacheKey{v.sh.n, g.first}
-	if tab := x.tables.get(k); tab != nil {
+	if tab, ok := x.tables.get(k); ok {
 		return tab, nil
 	}
 	tab, err := v.sh.store.readTable(g)

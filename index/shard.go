@@ -1109,7 +1109,7 @@ func (s *shard) segmentSeqs(seg segment.Segment) ([]uint64, error) {
 // reading a frame decodes (and caches) all its blocks.
 func (s *shard) records(m *blockMeta) ([]Hit, error) {
 	k := cacheKey{s.n, m.seq}
-	if hits := s.x.cache.get(k); hits != nil {
+	if hits, ok := s.x.cache.get(k); ok {
 		return hits, nil
 	}
 	raw, err := s.store.readFrame(s.x.codec, m)

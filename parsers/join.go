@@ -168,7 +168,7 @@ const (
 
 type pendingRecord struct {
 	key        joinKey
-	hash       uint64 // of key, in Joiner.pending
+	hash       uint64         // of key, in Joiner.pending
 	prev, next *pendingRecord // in the Joiner's list of active records
 	active     bool
 	state      uint8
