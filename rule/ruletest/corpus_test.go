@@ -34,6 +34,14 @@ var knownFailures = map[string]string{
 	// Cases 350-372: the held-out NCCL/c10d/EFA batch of issue 21's last
 	// round (collected and categorised before it was diagnosed once).
 	"real/357-efa-register-mr-einval-libfabric-before-1.29.1": "one line, no failure signal: an EINVAL memory registration (a libfabric bug) is a low warning, and no launch failure makes it unexplained",
+	// Cases 470-483: the held-out mixed/deployment batch (kubectl, KubeRay,
+	// Docker, Slurm pastes; categorised from the threads before one diagnosis).
+	"real/474-vllm-ascend-multinode-raylet-exit-code-1":              "Ray's 'Some Ray subprocesses exited unexpectedly: raylet [exit code=1]' is no failure signal: nothing is printed",
+	"real/476-kuberay-dualstack-worker-crashloop-exit-code-1":        "kubectl describe's 'Last State: Terminated / Reason: Error / Exit Code: 1' is no failure signal: nothing is printed",
+	"real/477-ray-job-entrypoint-exit-code-minus-11":                 "Ray Jobs' 'Job entrypoint command failed with exit code -11' is no failure signal: nothing is printed",
+	"real/479-ray-compiled-graph-mutable-object-channel-closed-vllm": "Ray's RAY_CHECK line 'An unexpected system state has occurred ... Check failed' without its stack trace is no failure signal",
+	"real/480-vllm-docker-rayworker-sigbus-nccl-shm-segment":         "a SIGBUS in a worker whose frame address spells an NCCL shm segment name is not read as /dev/shm exhaustion",
+	"real/484-ray-head-dashboard-exited-unexpectedly-subprcesses":    "the old spelling 'Some Ray subprcesses exited unexpectedly: dashboard [exit code=0]' is no failure signal: nothing is printed",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
