@@ -34,6 +34,12 @@ var knownFailures = map[string]string{
 	// Cases 350-372: the held-out NCCL/c10d/EFA batch of issue 21's last
 	// round (collected and categorised before it was diagnosed once).
 	"real/357-efa-register-mr-einval-libfabric-before-1.29.1": "one line, no failure signal: an EINVAL memory registration (a libfabric bug) is a low warning, and no launch failure makes it unexplained",
+	// Cases 430-445: held-out NCCL/c10d batch (categorised from the
+	// threads before one diagnosis).
+	"real/438-nccl-2.22.3-roce-version-num-segfault-redopdestroy":   "UCX's 'Caught signal 11 (Segmentation fault ...)' crash report is no failure signal yet, so a crash outside the catalog gets no finding",
+	"real/440-torchrun-elastic-kill9-other-node-remote-peer-closed": "torch's 'remote process exited or there was a network error' with NCCL's 'Connection closed by remote peer' as Last error gives the collective timeout, not the dead peer",
+	"real/443-nccl-bootstrap-probe-closed-before-magic-remote-peer": "an NCCL return-code trace (-> 6 up to group.cc) after a WARN is no failure signal, so a bootstrap failure outside the catalog gets no finding",
+	"real/445-nccl-proxy-setup-driver-shutting-down-host-threads":   "NCCL's 'Cuda failure ... driver shutting down' and a failed proxy Setup are no failure signal, so the crash gets no finding",
 	// Cases 470-483: the held-out mixed/deployment batch (kubectl, KubeRay,
 	// Docker, Slurm pastes; categorised from the threads before one diagnosis).
 	"real/474-vllm-ascend-multinode-raylet-exit-code-1":              "Ray's 'Some Ray subprocesses exited unexpectedly: raylet [exit code=1]' is no failure signal: nothing is printed",
