@@ -1,6 +1,7 @@
 package parsers
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
@@ -138,11 +139,15 @@ type streamLast struct {
 	// say, to recognise a line that a terminal or an editor wrapped (see
 	// addWrapped).
 	shape    lineShape
-	width    int                      // the stream's wrap width (0: none seen)
-	maxCols  int                      // the widest line so far, up to wrapMaxWidth+1
-	atMax    int                      // different lines seen that wide (up to 3)
-	maxLines [3]uint64                // their hashes
-	widths   *[wrapMaxWidth + 1]int32 // lines seen of each width, from wrapIndentMin (allocated on the first)
+	width    int       // the stream's wrap width (0: none seen)
+	maxCols  int       // the widest line so far, up to wrapMaxWidth+1
+	atMax    int       // different lines seen that wide (up to 3)
+	maxLines [3]uint64 // their hashes
+	// The line the last wrapped pieces were joined back into, and the
+	// widest such line (see addWrapped).
+	joined    joinedLine
+	joinedMax int
+	widths    *[wrapMaxWidth + 1]int32 // lines seen of each width, from wrapIndentMin (allocated on the first)
 }
 
 // prefixEntry remembers a prefix run seen before: match is how it is
@@ -174,6 +179,8 @@ type pendingRecord struct {
 	state      uint8
 	inExc      bool // frames belong to an exception message (it may go on after them)
 	msgRun     int  // lines of the exception message so far
+	oneLine    bool // the record is its first line so far (and wrapped pieces of it)
+	restOff    int  // where the first line's text after the process prefixes starts
 	hdr        string
 	offset     int64
 	lineOff    int64 // offset of the physical line the record starts in (offset, but for a squashed paste's pieces)
@@ -289,6 +296,13 @@ func (j *Joiner) addSquashed(l Line) {
 			Text: strings.TrimSuffix(l.Text[start:end], " ")}
 		if k == len(j.cuts) {
 			piece.Size = l.Size - int64(start)
+		}
+		if rest, t, n := splitPastePrefixes(piece.Text); n > 0 {
+			// A tool's prefix before each entry (see Decoder.decode).
+			piece.Text, piece.pasted = rest, int32(n)
+			if !t.IsZero() {
+				piece.Time = t
+			}
 		}
 		j.seq++
 		j.add(st, piece)
@@ -669,35 +683,122 @@ const (
 // addWrapped joins l onto the stream's previous record when l is the
 // wrapped remainder of the previous physical line, and remembers l's shape
 // for the next line. It reports whether l was joined.
+//
+// A paste may have been cut twice: by the writer or the reporter's terminal,
+// then again by the tool it went through (a second terminal, fold, an
+// editor). The pieces of the second cut are joined first, back into the
+// lines of the first; when l does not continue the previous physical line
+// but that line was a joined piece, l is tried once more against the line
+// joined so far, the way it would have been against that line as written.
 func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 	prev := s.shape
 	s.observe(l.Text, l.ascii, int(l.pasted))
-	if prev.cols < wrapIndentMin || l.Text == "" || l.pasted > 0 {
-		// (a terminal's wrap never repeats a tool's prefix)
+	s.shape.piece = s.shape.width
+	if l.Text == "" {
 		return false
+	}
+	if prev.width >= wrapIndentMin {
+		if text, sep, ok := j.wrapJoin(s, prev, l, s.width, s.maxCols); ok {
+			return j.joinWrapped(s, prev, l, text, sep, true)
+		}
+	}
+	if prev.wrapped && s.joined.width >= wrapIndentMin {
+		if lp := j.joinedShape(s, prev); lp.cols > 0 {
+			if text, sep, ok := j.wrapJoin(s, lp, l, 0, s.joinedMax); ok {
+				return j.joinWrapped(s, lp, l, text, sep, false)
+			}
+		}
+	}
+	s.joined = joinedLine{cols: s.shape.cols, width: s.shape.width}
+	s.joinedMax = max(s.joinedMax, s.maxCols)
+	return false
+}
+
+// joinedLine is the size of the line a stream's wrapped pieces were joined
+// back into so far (its text is the pending record's last line).
+type joinedLine struct{ cols, width int }
+
+// joinedShape is the shape of the line joined so far from prev and the
+// pieces before it: its text is the last line of the stream's record.
+func (j *Joiner) joinedShape(s *streamLast, prev lineShape) lineShape {
+	p := j.pending.lookup(s.key)
+	if p == nil || !p.active {
+		return lineShape{}
+	}
+	text := p.first
+	if p.lines > 1 {
+		b := p.buf[:p.textLen]
+		text = string(b[bytes.LastIndexByte(b, '\n')+1:])
+	}
+	return lineShape{cols: s.joined.cols, width: s.joined.width, piece: prev.width, last: prev.last, indent: prev.indent, wrapped: false, text: text, head: prev.head}
+}
+
+// joinWrapped appends the piece l (as text, after sep) to the stream's
+// record, wrapped off the line shaped prev.
+func (j *Joiner) joinWrapped(s *streamLast, prev lineShape, l Line, text, sep string, physical bool) bool {
+	p := j.pending.lookup(s.key)
+	if p == nil || !p.active || !j.fits(p, l) {
+		s.joined = joinedLine{cols: s.shape.cols, width: s.shape.width}
+		return false
+	}
+	if physical && s.width == 0 && sep == "" && text == l.Text {
+		s.width = prev.width
+	}
+	p.appendWrapped(l, sep, text, j.now(), j.seq)
+	if prev.wrapped {
+		s.joined.cols += len(sep) + len(text)
+		s.joined.width += len(sep) + len(text)
+	} else {
+		s.joined = joinedLine{cols: prev.cols + len(sep) + len(text), width: prev.width + len(sep) + len(text)}
+	}
+	s.joinedMax = max(s.joinedMax, s.joined.width)
+	// The piece is the line it was cut off: its indent and label.
+	s.shape.wrapped, s.shape.indent, s.shape.head = true, prev.indent, prev.head
+	j.touch(p)
+	j.maybeSweep()
+	return true
+}
+
+// wrapJoin decides whether l is the wrapped remainder of a line shaped
+// prev, in a stream cut at width (0: not known) whose widest line is
+// maxCols wide; it returns l's text as joined and the separator before it.
+func (j *Joiner) wrapJoin(s *streamLast, prev lineShape, l Line, width, maxCols int) (string, string, bool) {
+	if l.pasted > 0 {
+		// A terminal's wrap never repeats a tool's prefix; a writer's
+		// wrap, before the tool, has it on every piece, and is measured
+		// without it (the stream's widths less prev's prefix: exact for
+		// a tool's constant prefix).
+		k := prev.width - prev.cols
+		if k <= 0 {
+			return "", "", false
+		}
+		prev.width, prev.piece, maxCols = prev.cols, prev.piece-k, maxCols-k
+		if width > 0 {
+			width -= k
+		}
 	}
 	text, sep := l.Text, ""
 	body := strings.TrimLeft(text, " \t")
 	indent := len(text) - len(body)
 	switch {
-	case prev.width == s.width && s.width == s.maxCols:
+	case prev.width == width && width == maxCols:
 		// A hard cut at the stream's width (a terminal, fold -w): every
 		// piece but a line's last is exactly that wide, and no line is
 		// wider. What follows is the line's text whatever its first
 		// byte ("10.1.2" + "30.180"), unless it starts a line of its own.
 		if !cutContinues(body, prev) || indent > 1 && prev.code() {
-			return false
+			return "", "", false
 		}
 		if indent > 1 {
 			text = body // an indent a tool added (a single blank is the text's)
 		}
-	case (indent == 0 || indent == 1 && text[0] == ' ') && (prev.width == s.width || terminalWidth(prev.width)):
+	case (indent == 0 || indent == 1 && text[0] == ' ') && (prev.width == width || terminalWidth(prev.width)):
 		// A line as wide as a terminal usually is, or as one cut seen in
 		// this stream, before the width is sure: a cut mid-token
 		// ("{'G" + "PU': 1.0}", ":6" + "379", "fd=" + "100"), before
 		// punctuation, or before a single blank.
 		if !cutContinues(body, prev) || !(indent == 1 || prev.last == ' ' || midToken(prev.last, text)) {
-			return false
+			return "", "", false
 		}
 	case indent > 0:
 		switch {
@@ -705,21 +806,22 @@ func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 			// A process prefix alone before the cut: what it prefixes
 			// was pushed to the next line, whatever it is
 			// ("(RayWorkerWrapper pid=340, ip=...) " + "  host:340:340 [7] NCCL INFO ...").
+		case j.tracebackWrap(s, prev, body, indent, maxCols):
 		case indent == 1 && text[0] == ' ', prev.width > wrapIndentMax:
 			// A tool that indents what it wraps indents by more than a
 			// blank (that is how ray status and pprint indent their
 			// items), and is not that wide.
-			return false
+			return "", "", false
 		case prev.last == ':', prev.code():
 			// Source code under a "File" line or a warning; the items
 			// of a block ("started with:", "Usage:").
-			return false
+			return "", "", false
 		case prev.indent > 0 && !prev.wrapped && indent <= prev.indent:
 			// The next item of an indented list or block (`ray
 			// status`, a dict printed one key a line), not a wrap.
-			return false
-		case !j.indentedWrap(s, prev, body):
-			return false
+			return "", "", false
+		case !j.indentedWrap(s, prev, body, maxCols):
+			return "", "", false
 		}
 		// An editor or a terminal that indents what it wraps (fold -s and a
 		// hanging indent, textwrap's subsequent_indent): the indent is not
@@ -731,27 +833,15 @@ func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 		case indent == 1 && l.Text[0] == ' ':
 			sep = " "
 		case prev.last == ' ' || prev.last == '\t':
-		case terminalWidth(prev.width) && midToken(prev.last, body):
+		case terminalWidth(prev.piece) && midToken(prev.last, body):
 			// cut at the full width, inside a token ("lib" + "/libnccl-net.so")
 		default:
 			sep = " "
 		}
-	case prev.cols < wrapMinWidth || !wrapContinues(text, prev.last):
-		return false
+	case prev.width < wrapMinWidth || !wrapContinues(text, prev.last):
+		return "", "", false
 	}
-	p := j.pending.lookup(s.key)
-	if p == nil || !p.active || !j.fits(p, l) {
-		return false
-	}
-	if s.width == 0 && sep == "" && text == l.Text {
-		s.width = prev.width
-	}
-	p.appendWrapped(l, sep, text, j.now(), j.seq)
-	// The piece is the line it was cut off: its indent and label.
-	s.shape.wrapped, s.shape.indent, s.shape.head = true, prev.indent, prev.head
-	j.touch(p)
-	j.maybeSweep()
-	return true
+	return text, sep, true
 }
 
 // lineShape is what the wrap rules remember of a physical line. What only
@@ -760,6 +850,7 @@ func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 type lineShape struct {
 	cols    int    // columns of its text (0 when it cannot have been wrapped: too wide, binary)
 	width   int    // columns as pasted: with the tools' prefixes the Decoder removed
+	piece   int    // width of its last physical piece (width, but for a line joined from pieces)
 	last    byte   // its last byte
 	indent  int    // its leading blanks (those of the line it was wrapped off, for a wrapped piece)
 	wrapped bool   // it was joined as a wrapped piece
@@ -773,9 +864,16 @@ func (sh *lineShape) label() string { return sh.head[:labelLen(sh.head)] }
 // code reports whether the next line, when indented, is source code (see codeFollows).
 func (sh *lineShape) code() bool { return codeFollows(sh.text) }
 
-// bare reports whether the line is process prefixes and a blank, nothing else.
+// bare reports whether the line is process prefixes and a blank, nothing
+// else, or a tool's prefix and blanks.
 func (sh *lineShape) bare() bool {
-	if sh.last != ' ' || !hasProcessPrefix(sh.text) {
+	if sh.last != ' ' {
+		return false
+	}
+	if sh.width > sh.cols && blankLine(sh.text) {
+		return true
+	}
+	if !hasProcessPrefix(sh.text) {
 		return false
 	}
 	var buf [4]Prefix
@@ -805,7 +903,7 @@ func (s *streamLast) observe(text string, ascii bool, pasted int) {
 		}
 		sh.width = sh.cols + pasted
 	}
-	if sh.cols < wrapIndentMin {
+	if sh.width < wrapIndentMin {
 		s.shape = sh
 		return
 	}
@@ -950,20 +1048,21 @@ func hashString(s string) uint64 {
 
 // indentedWrap reports whether body, an indented line without its indent,
 // is what an editor or a terminal wrapped off the stream's previous line
-// (prevCols wide): the first word of body would not have fitted after it
+// (prevCols wide as pasted, with the tools' prefixes, as the widest line
+// seen is counted): the first word of body would not have fitted after it
 // within the widest line seen (and 80 columns), body starts no entry of its own, and the
 // previous line's record is not a traceback (whose indented lines are its
 // frames and their code).
-func (j *Joiner) indentedWrap(s *streamLast, prev lineShape, body string) bool {
-	prevCols := prev.cols
-	if body == "" || s.maxCols > wrapMaxWidth {
+func (j *Joiner) indentedWrap(s *streamLast, prev lineShape, body string, maxCols int) bool {
+	prevCols := prev.width
+	if body == "" || maxCols > wrapMaxWidth {
 		return false
 	}
 	word := strings.IndexAny(body, " \t")
 	if word < 0 {
 		word = len(body)
 	}
-	if prevCols+1+word <= max(s.maxCols, wrapMinWidth) {
+	if prevCols+1+word <= max(maxCols, wrapMinWidth) {
 		return false
 	}
 	if p := j.pending.lookup(s.key); p != nil && (p.state == recTraceback || p.state == recChain) {
@@ -975,6 +1074,43 @@ func (j *Joiner) indentedWrap(s *streamLast, prev lineShape, body string) bool {
 	return !hasProcessPrefix(body) && !strings.HasPrefix(body, `File "`) &&
 		!strings.HasPrefix(body, "at ") && (prev.last != '.' || !labelled(body)) && !carets(body) && !startsEntry(body) &&
 		!exceptionLine(body) && !chainMarker(body) && !tracebackStarts(body)
+}
+
+// tracebackWrap reports whether body (indent blanks before it) is what an
+// editor or a terminal wrapped off prev inside a traceback, whose own
+// indented lines are frames ("  File ..."), their code (four blanks or
+// more) and carets: the rest of a frame line cut before its
+// `", line N, in NAME` ended, or a line less indented than the code line
+// before it that is no frame, too long to have fitted after prev.
+func (j *Joiner) tracebackWrap(s *streamLast, prev lineShape, body string, indent, maxCols int) bool {
+	p := j.pending.lookup(s.key)
+	if p == nil || p.state != recTraceback || strings.HasPrefix(body, `File "`) || carets(body) || hasProcessPrefix(body) {
+		return false
+	}
+	if partialFrame(prev.text) {
+		return true
+	}
+	word := strings.IndexAny(body, " \t")
+	if word < 0 {
+		word = len(body)
+	}
+	return prev.indent >= 4 && indent < prev.indent && !prev.wrapped && prev.width+1+word > max(maxCols, wrapMinWidth)
+}
+
+// partialFrame reports whether text is the start of a traceback frame line
+// that does not hold its `", line N, in NAME` yet.
+func partialFrame(text string) bool {
+	t := strings.TrimLeft(text, " \t")
+	if t != "File" && !strings.HasPrefix(t, "File ") {
+		return false
+	}
+	q := strings.Index(t, `", line `)
+	if q < 0 {
+		return true
+	}
+	rest := t[q+len(`", line `):]
+	d := leadingDigits(rest)
+	return d == "" || !strings.HasPrefix(rest[len(d):], ", in ") || len(rest) == len(d)+len(", in ")
 }
 
 // codeFollows reports whether the line after text, when indented, is source
@@ -1073,9 +1209,18 @@ func (p *pendingRecord) start(l Line, lineOff int64, rest, hdr string, blank boo
 	p.hdr = hdr
 	p.inExc = false
 	p.msgRun = 0
+	p.restOff, p.oneLine = len(l.Text)-len(rest), true
+	p.state = recPlain
+	if !blank {
+		p.startState(rest)
+	}
+}
+
+// startState sets the state of a record that starts with the line rest
+// (its text after the process prefixes).
+func (p *pendingRecord) startState(rest string) {
 	p.state = recPlain
 	switch {
-	case blank:
 	case tracebackStarts(rest):
 		p.state = recTraceback
 	case strings.HasPrefix(rest, "Exception raised from "):
@@ -1095,6 +1240,7 @@ func (p *pendingRecord) start(l Line, lineOff int64, rest, hdr string, blank boo
 }
 
 func (p *pendingRecord) append(l Line, blank bool, now time.Time, seq uint64) {
+	p.oneLine = false
 	if p.lines == 1 {
 		p.buf = append(p.buf[:0], p.first...)
 		p.textLen = len(p.buf)
@@ -1122,6 +1268,11 @@ func (p *pendingRecord) appendWrapped(l Line, sep, text string, now time.Time, s
 	p.buf = append(p.buf, sep...)
 	p.buf = append(p.buf, text...)
 	p.textLen = len(p.buf)
+	if p.oneLine {
+		// The line is whole again: what it starts is known only now
+		// ("Traceback (mos" + "t recent call last):").
+		p.startState(string(p.buf[p.restOff:]))
+	}
 	p.lines++
 	p.size += l.Size
 	p.last, p.lastSeq = now, seq

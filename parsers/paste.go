@@ -24,6 +24,7 @@ import (
 //     the kubelet's output format), then a blank. A writer's own times are
 //     never written with exactly nine fraction digits by the programs we
 //     read, so a line of theirs keeps its time in its text;
+//   - a Markdown quote ("> ", see quotePrefixLen), outside any other;
 //   - a logger that re-logs a process's own stdout/stderr line by line
 //     ("2024-09-26 06:12:44 | ERROR | stderr | ", FastChat's and its forks'
 //     StreamToLogger): see streamLoggerPrefixLen.
@@ -39,10 +40,17 @@ func splitPastePrefixes(s string) (string, time.Time, int) {
 	var t time.Time
 	n := 0
 	for range maxPastePrefixes {
+		var k int
+		if s != "" && s[0] == '>' {
+			if k = quotePrefixLen(s); k == 0 {
+				break
+			}
+			s, n = s[k:], n+k
+			continue
+		}
 		if len(s) < 4 {
 			break
 		}
-		var k int
 		switch c := s[0]; {
 		case c >= '0' && c <= '9':
 			var ts time.Time
@@ -64,6 +72,20 @@ func splitPastePrefixes(s string) (string, time.Time, int) {
 		s, n = s[k:], n+k
 	}
 	return s, t, n
+}
+
+// quotePrefixLen is the length of a Markdown quote's "> " at the start of s
+// (a log quoted in a GitHub issue or a chat: every line of it, and ">"
+// alone for an empty one), or 0. ">>> " (a Python prompt) and ">foo" are
+// text.
+func quotePrefixLen(s string) int {
+	switch {
+	case s == ">":
+		return 1
+	case len(s) > 1 && s[1] == ' ':
+		return 2 // (a quote in a quote is two)
+	}
+	return 0
 }
 
 // toolTime parses a container tool's timestamp and its blank at the start
@@ -184,8 +206,13 @@ func squashCuts(text string, buf []int) []int {
 			cuts = append(cuts, i)
 			last = i
 		}
+		if toolPrefixAt(text[i:]) {
+			// The entry starts with the tools' prefixes, all of them.
+			_, _, n := splitPastePrefixes(text[i:])
+			i += n - 1
+		}
 	}
-	if len(cuts) < squashMinEntries {
+	if len(cuts) < squashMinEntries && !headlessTraceback(text) {
 		return nil
 	}
 	cuts = hostLabels(text, cuts)
@@ -252,6 +279,9 @@ func hostLabels(text string, cuts []int) []int {
 
 // squashEntryAt reports whether s starts a log entry surely (see squashCuts).
 func squashEntryAt(s string) bool {
+	if toolPrefixAt(s) {
+		return true
+	}
 	switch c := s[0]; {
 	case c >= '0' && c <= '9':
 		if len(s) > 23 && s[4] == '-' && (s[10] == ' ' || s[10] == 'T') {
@@ -311,6 +341,50 @@ func squashEntryAt(s string) bool {
 	return false
 }
 
+// toolPrefixAt reports whether s starts with a container tool's prefix
+// that nothing but a tool writes (see splitPastePrefixes): a timestamp
+// with nine fraction digits, a kubectl or a stream logger's prefix, or a
+// compose prefix whose name ends in the container's index ("web-1  | ",
+// "proj_web_1 | "; a table's "name | " does not).
+func toolPrefixAt(s string) bool {
+	if len(s) < 8 {
+		return false
+	}
+	switch c := s[0]; {
+	case c >= '0' && c <= '9':
+		if _, k := toolTime(s); k > 0 {
+			return true
+		}
+		_, k := streamLoggerPrefixLen(s)
+		return k > 0
+	case c == '[':
+		return kubectlPrefixLen(s) > 0
+	case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		k := composePrefixLen(s)
+		if k == 0 {
+			return false
+		}
+		name := strings.TrimRight(s[:k-2], " ")
+		d := len(name)
+		for d > 0 && name[d-1] >= '0' && name[d-1] <= '9' {
+			d--
+		}
+		return d < len(name) && d > 1 && (name[d-1] == '-' || name[d-1] == '_')
+	}
+	return false
+}
+
+// headlessTraceback reports whether text, a squashed paste, starts inside
+// a traceback (an excerpt whose header was left out): with a frame, and
+// holds more frames after it.
+func headlessTraceback(text string) bool {
+	t := strings.TrimLeft(text, " ")
+	if !strings.HasPrefix(t, `File "`) || frameEnd(t[len(`File "`):]) == 0 {
+		return false
+	}
+	return strings.Count(t, ` File "`) >= squashMinEntries-1
+}
+
 // logHeadAfterTime reports whether s, what follows a log line's time,
 // starts as loggers go on: a level, a "-" or "|" separator, a bracket.
 func logHeadAfterTime(s string) bool {
@@ -354,19 +428,44 @@ func glogHeader(s string) bool {
 // marker, and the exception line after the last frame.
 func tracebackCuts(text string, start, end int, cuts []int) []int {
 	piece := text[start:end]
-	h := strings.Index(piece, tracebackHeaderText)
-	if h < 0 {
+	i, lastFrame := 0, -1
+	// Nothing is cut off the tools' prefixes that start the piece.
+	_, _, pre := splitPastePrefixes(piece)
+	cut := func(at int) {
+		if at > pre {
+			cuts = append(cuts, start+at)
+		}
+	}
+	// frame takes the frame whose "File" is at i: its source line and
+	// its carets, each indented: `File "x.py", line 3, in f     code()
+	// ^^^^^^`.
+	frame := func() {
+		lastFrame = i
+		i += len(`File "`)
+		if k := frameEnd(piece[i:]); k > 0 {
+			i += k
+			for _, c := range indentedRuns(piece[i:end-start], 2) {
+				cut(i + c)
+			}
+		}
+	}
+	switch h := strings.Index(piece, tracebackHeaderText); {
+	case h >= 0:
+		if h > 1 && piece[h-1] == ' ' && !strings.ContainsRune(":])|", rune(piece[h-2])) {
+			// "... done. Traceback": a line of its own. A header or prefix
+			// before it ("ERROR ... [x.py:1] ", "[rank0]: ", "| stderr | ") or a message
+			// that ends in one ("exception: Traceback ...") was written on the
+			// same line.
+			cut(h)
+		}
+		i = h + len(tracebackHeaderText)
+	case start == 0 && headlessTraceback(piece):
+		// An excerpt that starts at a frame (its header left out).
+		i = strings.Index(piece, `File "`)
+		frame()
+	default:
 		return cuts
 	}
-	if h > 1 && piece[h-1] == ' ' && !strings.ContainsRune(":])", rune(piece[h-2])) {
-		// "... done. Traceback": a line of its own. A header or prefix
-		// before it ("ERROR ... [x.py:1] ", "[rank0]: ") or a message
-		// that ends in one ("exception: Traceback ...") was written on the
-		// same line.
-		cuts = append(cuts, start+h)
-	}
-	i := h + len(tracebackHeaderText)
-	lastFrame := -1
 	for i < len(piece) {
 		sp := strings.IndexByte(piece[i:], ' ')
 		if sp < 0 {
@@ -378,22 +477,14 @@ func tracebackCuts(text string, start, end int, cuts []int) []int {
 		blanks := len(rest) - len(trimmed)
 		switch {
 		case strings.HasPrefix(trimmed, `File "`):
-			cuts = append(cuts, start+i)
-			lastFrame = i
-			i += len(rest) - len(trimmed) + len(`File "`)
-			// The frame's source line and its carets, each indented:
-			// `File "x.py", line 3, in f     code()     ^^^^^^`.
-			if k := frameEnd(piece[i:]); k > 0 {
-				i += k
-				for _, c := range indentedRuns(piece[i:end-start], 2) {
-					cuts = append(cuts, start+i+c)
-				}
-			}
+			cut(i)
+			i += blanks
+			frame()
 		case chainMarker(rest):
-			cuts = append(cuts, start+i)
+			cut(i)
 			lastFrame = -1
 		case strings.HasPrefix(rest, tracebackHeaderText):
-			cuts = append(cuts, start+i)
+			cut(i)
 			lastFrame = -1
 			i += len(tracebackHeaderText)
 		case blanks > 0 && lastFrame >= 0:
@@ -403,7 +494,7 @@ func tracebackCuts(text string, start, end int, cuts []int) []int {
 		case blanks > 0:
 			i += blanks - 1 // a run of blanks is looked at once
 		case lastFrame >= 0 && exceptionLine(rest):
-			cuts = append(cuts, start+i)
+			cut(i)
 			lastFrame = -1
 		}
 	}

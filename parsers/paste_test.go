@@ -25,6 +25,14 @@ func TestSplitPastePrefixes(t *testing.T) {
 		{"2026-04-09T00:41:07.123456789+02:00 x", "x", ts},
 		{"worker-1  | 2026-04-08T22:41:07.123456789Z x", "x", ts},
 		{"[pod/vllm-0/main] 2026-04-08T22:41:07.123456789Z  indented", " indented", ts},
+		// A Markdown quote (a log quoted in an issue), outside the others.
+		{"> worker-1  | 2026-04-08T22:41:07.123456789Z x", "x", ts},
+		{">   File \"x.py\", line 1, in f", "  File \"x.py\", line 1, in f", time.Time{}},
+		{"> > nested", "nested", time.Time{}},
+		{">", "", time.Time{}},
+		{"> ", "", time.Time{}},
+		{">>> import torch", ">>> import torch", time.Time{}},
+		{">x", ">x", time.Time{}},
 		// A writer's own texts stay whole.
 		{"2026-04-08T22:41:07.123Z INFO own time", "2026-04-08T22:41:07.123Z INFO own time", time.Time{}},
 		{"2026-04-08T22:41:07.123456Z INFO own time", "2026-04-08T22:41:07.123456Z INFO own time", time.Time{}},
@@ -74,6 +82,9 @@ func joinText(t *testing.T, text string) []string {
 func TestPastesReadAsWritten(t *testing.T) {
 	gcs := "[2025-07-23 10:05:49,679 W 51000 51000] gcs_rpc_client.h:151: Failed to connect to GCS at addr 10.1.230.180:6379 within 5 seconds."
 	raylet := "(raylet) node_manager.cc:3007: 2 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed"
+	kv := "(EngineCore pid=316) ValueError: To serve at least one request with the model's max seq len (100000), (4.26 GiB KV cache is needed, which is larger than the available KV cache memory (4.25 GiB)."
+	gloo := "[rank8] Warning: Unable to resolve hostname to a (local) address. Using the loopback address as fallback. Manually set the network interface with GLOO_SOCKET_IFNAME"
+	fc := "fastchat-model-worker-1  | 2024-09-26 06:12:44 | ERROR | stderr | "
 	long := "(RayWorkerWrapper pid=1394) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4967570, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800542 milliseconds before timing out."
 	for _, tc := range []struct {
 		name string
@@ -139,6 +150,35 @@ func TestPastesReadAsWritten(t *testing.T) {
 				"trainer-2: [2024-02-24 04:37:50,993] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 18508",
 				"trainer-2: [2024-02-24 04:37:51,021] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 18509",
 				"trainer-2: [2024-02-24 04:37:51,021] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 18510"}},
+		{"cut twice: the reporter's terminal at 119 columns, then fold at 80",
+			kv[:80] + "\n" + kv[80:119] + "\n" + kv[119:] + "\n",
+			[]string{kv}},
+		{"an author's indented continuation, cut again at 80",
+			gloo[:80] + "\n" + gloo[80:84] + "\n        " + gloo[85:] + "\n",
+			[]string{gloo}},
+		{"the writer wrapped before a tool prefixed every piece",
+			"engine-1  | " + gloo[:84] + "\nengine-1  |         " + gloo[85:] + "\n",
+			[]string{gloo}},
+		{"a traceback under long tool prefixes, cut at 80: its header, frames and code mended",
+			fc + "Traceback (mos\nt recent call last):\n" +
+				fc + "  File \"/usr/l\nocal/lib/python3.10/dist-packages/transformers/models/auto/configuration_auto.py\n\", line 989, in from_pretrained\n" +
+				fc + "KeyError: 'mll\nama'\n",
+			[]string{"Traceback (most recent call last):\n  File \"/usr/local/lib/python3.10/dist-packages/transformers/models/auto/configuration_auto.py\", line 989, in from_pretrained\nKeyError: 'mllama'"}},
+		{"a traceback under long tool prefixes, word-wrapped at 80 with an indent",
+			fc + "Traceback \n  (most recent call last):\n" +
+				fc + "  File \n  \"/usr/local/lib/python3.10/dist-packages/transformers/models/auto/configuratio\n  n_auto.py\", line 691, in __getitem__\n" +
+				fc + "    raise \n  KeyError(key)\n" +
+				fc + "KeyError: \n  'mllama'\n",
+			[]string{"Traceback (most recent call last):\n  File \"/usr/local/lib/python3.10/dist-packages/transformers/models/auto/configuration_auto.py\", line 691, in __getitem__\n    raise KeyError(key)\nKeyError: 'mllama'"}},
+		{"squashed under tool prefixes",
+			fc + "Traceback (most recent call last): " + fc + "  File \"/app/x.py\", line 3, in <module> " + fc + "    main() " + fc + "ValueError: bad value\n",
+			[]string{"Traceback (most recent call last):\n  File \"/app/x.py\", line 3, in <module>\n    main()\nValueError: bad value"}},
+		{"squashed excerpt that starts at a frame",
+			"  File \"/app/a.py\", line 55, in __init__     self.e = E.f(args)   File \"/app/b.py\", line 145, in f     e = cls(x)   File \"/app/c.py\", line 38, in validate     raise ValueError(msg) ValueError: The precision of resource node:172.17.0.8 cannot go beyond 0.0001\n",
+			[]string{"  File \"/app/a.py\", line 55, in __init__\n    self.e = E.f(args)\n  File \"/app/b.py\", line 145, in f\n    e = cls(x)\n  File \"/app/c.py\", line 38, in validate\n    raise ValueError(msg)\nValueError: The precision of resource node:172.17.0.8 cannot go beyond 0.0001"}},
+		{"quoted in an issue (Markdown \"> \")",
+			"> Traceback (most recent call last):\n>   File \"/app/x.py\", line 3, in <module>\n>     main()\n> ValueError: bad\n>\n> INFO 10-21 06:53:05 llm_engine.py:1] next\n",
+			[]string{"Traceback (most recent call last):\n  File \"/app/x.py\", line 3, in <module>\n    main()\nValueError: bad", "INFO 10-21 06:53:05 llm_engine.py:1] next"}},
 		{"CRLF and colours",
 			"\x1b[32mINFO\x1b[0m 06-21 19:00:00 [api_server.py:1043] vLLM API server version 0.8.5\r\n",
 			[]string{"INFO 06-21 19:00:00 [api_server.py:1043] vLLM API server version 0.8.5"}},
@@ -292,6 +332,8 @@ func FuzzSquashCuts(f *testing.F) {
 	f.Add("2024-04-01 10:49:31,995\tINFO a 2024-04-01 10:49:32,995\tINFO b 2024-04-01 10:49:33,995\tINFO c " + strings.Repeat("d", 200))
 	f.Add("x: [2024-02-24 04:37:50,964] [INFO] a x: [2024-02-24 04:37:50,964] [INFO] b x: [2024-02-24 04:37:50,964] [INFO] c x: Traceback (most recent call last):   File \"a\", line 1, in f     g()     ^^^ E: e" + strings.Repeat(" ", 200))
 	f.Add("(A pid=1) (B pid=2) INFO 01-01 00:00:00 [a.py:1] x h:1:2 [0] NCCL INFO y h:1:2 [0] a.cc:1 NCCL WARN z I0101 00:00:00.000 1 a.cc:1] w" + strings.Repeat("q", 200))
+	f.Add("  File \"a.py\", line 1, in f     g()   File \"b.py\", line 2, in g     h()   File \"c.py\", line 3, in h     raise E(x) E: e" + strings.Repeat(" ", 200))
+	f.Add("a | 2024-09-26 06:12:44 | ERROR | stderr | Traceback (most recent call last): web-1  | 2024-09-26 06:12:44 | ERROR | stderr |   File \"x\", line 1, in f [pod/a-0/m] 2026-04-08T22:41:07.123456789Z E: e web_1 | x" + strings.Repeat("q", 200))
 	f.Fuzz(func(t *testing.T, text string) {
 		cuts := squashCuts(text, nil)
 		last := 0
@@ -318,6 +360,11 @@ func FuzzPasteLiveOffline(f *testing.F) {
 		strings.Repeat("x", 100) + "\n" + "10.1.2\n" + strings.Repeat("y", 100) + "\nz\n",
 		"2024-04-01 10:49:31,995\tINFO a 2024-04-01 10:49:32,995\tINFO b 2024-04-01 10:49:33,995\tINFO c " + strings.Repeat("d", 200) + "\n  e\n",
 		`{"log":"a\n","stream":"stdout","time":"2024-01-01T00:00:00Z"}` + "\n  broken\n" + `{"log":"b","stream":"stdout","time":"2024-01-01T00:00:00Z"}` + "\n",
+		// cut twice; a writer's wrap under a tool's prefix; a traceback wrapped under long prefixes; a quote
+		strings.Repeat("k", 80) + "\n" + strings.Repeat("v", 39) + "\ne is\n",
+		"engine-1  | " + strings.Repeat("w ", 42) + "\nengine-1  |         address\n",
+		"a-1 | 2024-09-26 06:12:44 | ERROR | stderr | Traceback (mos\nt recent call last):\na-1 | 2024-09-26 06:12:44 | ERROR | stderr |   File \n  \"/x\", line 1, in f\na-1 | 2024-09-26 06:12:44 | ERROR | stderr |     raise \n  E(x)\n",
+		"> Traceback (most recent call last):\n>   File \"x\", line 1, in f\n>\n> E: e\n",
 	} {
 		f.Add([]byte(s))
 	}
