@@ -3,6 +3,8 @@ package ruletest_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -103,7 +105,10 @@ func (d *diagnoser) diagnose(t *testing.T, files []pipeline.File) (verdict, map[
 // three launches (failed, fixed, both in one log).
 func metamorphicCases(t *testing.T) []corpusCase {
 	// A known failure has no right verdict to keep (corpus_test.go).
-	cases := slices.DeleteFunc(corpusCases(t), func(c corpusCase) bool { return c.knownFailure != "" || pasteFragile[c.name] != "" })
+	cases := slices.DeleteFunc(corpusCases(t), func(c corpusCase) bool { return c.knownFailure != "" })
+	if f := os.Getenv("METAMORPHIC_ONLY"); f != "" {
+		cases = slices.DeleteFunc(cases, func(c corpusCase) bool { return !regexp.MustCompile(f).MatchString(c.name) })
+	}
 	for _, s := range []string{"failed", "fixed", "both"} {
 		cases = append(cases, corpusCase{name: "seed/" + s, path: "../../testdata/logs/seed/" + s})
 	}
@@ -119,7 +124,7 @@ func metamorphicCases(t *testing.T) []corpusCase {
 func TestMetamorphicPastes(t *testing.T) {
 	d := newDiagnoser(t)
 	cases := metamorphicCases(t)
-	kept := map[string]int{}
+	kept, tried := map[string]int{}, map[string]int{}
 	total := 0
 	same, recs := map[string]int{}, 0
 	for _, c := range cases {
@@ -130,7 +135,6 @@ func TestMetamorphicPastes(t *testing.T) {
 		}
 		lines := pasteOf(t, files)
 		for _, tr := range pasteTransforms {
-			total++
 			pasted := make([]pipeline.File, len(files))
 			for i, f := range files {
 				f.Data = tr.apply(f.Node, lines[i])
@@ -140,6 +144,11 @@ func TestMetamorphicPastes(t *testing.T) {
 			for k, n := range gotRecs {
 				same[tr.name] += min(n, wantRecs[k])
 			}
+			if pasteFragile[c.name][tr.name] != "" {
+				continue // (its records are counted all the same)
+			}
+			total++
+			tried[tr.name]++
 			var newCrit []string
 			for k := range got.critical {
 				if !want.critical[k] {
@@ -157,7 +166,7 @@ func TestMetamorphicPastes(t *testing.T) {
 	all := 0
 	for _, tr := range pasteTransforms {
 		share := float64(same[tr.name]) / float64(recs)
-		fmt.Fprintf(&b, "\n  %-26s %3d/%d   records as written %5.1f%%", tr.name, kept[tr.name], len(cases), 100*share)
+		fmt.Fprintf(&b, "\n  %-26s %3d/%d   records as written %5.1f%%", tr.name, kept[tr.name], tried[tr.name], 100*share)
 		all += kept[tr.name]
 		if share < tr.minRecords {
 			t.Errorf("%s: %.1f%% of the records read back as written, want at least %.0f%%", tr.name, 100*share, 100*tr.minRecords)
@@ -167,13 +176,17 @@ func TestMetamorphicPastes(t *testing.T) {
 		100*float64(all)/float64(total), b.String())
 }
 
-// pasteFragile lists real cases whose verdict holds only as written: the
-// paste itself already cut the deciding line where no transform can mend
-// it again. Each says why; keep it short.
-var pasteFragile = map[string]string{
-	"real/437-vllm-ray-tp8-watchdog-allreduce-seq20518-1800s":  "the paste lost the ESC bytes of Ray's colour codes (' [36m(RayWorkerVllm pid=5085) [0m '): cut at 80 right after 'Watchdog', the rest (' caught collective operation timeout') is not joined back to the prefixed record",
-	"real/229-kv-v1-serve-one-request-wrapped-arc":             "the reporter's terminal cut 'KV cach|e is needed' mid-word; a second cut or a prefix leaves the halves apart",
-	"real/115-mllama-keyerror-fastchat-compose":                "compose's and FastChat's prefixes take 66 of 80 columns: the pieces a cut or wrap at 80 leaves are too short to be told from lines, and squashed, nothing marks the entries",
-	"real/270-vllm-0.1-ray-fractional-node-resource-precision": "the excerpt starts at a File line without its Traceback header: squashed onto one line, nothing marks where its exception line starts",
-	"real/422-lws-eks-vllm-pp2-gloo-loopback-fallback-refused": "the PR author wrapped 'Using the loopback|address as fallback' and 'Connection refused,|remote=[127.0.0.1]' onto indented lines; a second cut or a prefix leaves the loopback peer apart from the refusal",
+// pasteFragile lists the transforms under which a real case's verdict
+// cannot hold (by case, then transform): the paste itself already lost
+// what no splitter can give back. Each says why; keep it short.
+var pasteFragile = map[string]map[string]string{
+	"real/437-vllm-ray-tp8-watchdog-allreduce-seq20518-1800s": {
+		"cut at 80": "the paste lost the ESC bytes of Ray's colour codes (' [36m(RayWorkerVllm pid=5085) [0m '): cut at 80 right after 'Watchdog', the rest (' caught collective operation timeout') is not joined back to the prefixed record",
+	},
+	"real/229-kv-v1-serve-one-request-wrapped-arc": {
+		"squashed onto one line": "the reporter's terminal cut 'KV cach|e is needed' mid-word; squashed, the cut becomes a blank inside the word",
+	},
+	"real/422-lws-eks-vllm-pp2-gloo-loopback-fallback-refused": {
+		"squashed onto one line": "the author's indented continuations become runs of blanks inside the sentences ('loopback         address'), and two entries are too few to tell a squashed paste",
+	},
 }

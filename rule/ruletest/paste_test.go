@@ -45,7 +45,11 @@ type pasteTransform struct {
 //     ("[pod/NAME/CONTAINER] "), `docker logs -t` (RFC 3339 with nine
 //     fraction digits), and a paste that mixes them line by line;
 //   - a form or a chat that lost the newlines (the whole paste on one line);
-//   - CRLF line ends (a Windows tool) and ANSI colours (a coloured terminal).
+//   - a log quoted in a GitHub issue (Markdown "> " before every line, ">"
+//     alone for an empty one; real cases 103, 121, 356 were quoted so);
+//   - CRLF line ends (a Windows tool), some lines only (a paste that joined
+//     a Windows tool's output to a Linux one's), and ANSI colours (a
+//     coloured terminal).
 var pasteTransforms = func() []pasteTransform {
 	ts := []pasteTransform{}
 	for _, w := range []int{80, 100, 120} {
@@ -75,9 +79,7 @@ var pasteTransforms = func() []pasteTransform {
 			i := 0
 			return eachPasted(ls, func(l pastedLine) string {
 				i++
-				h := fnv.New32a()
-				h.Write([]byte(l.text))
-				switch (h.Sum32() + uint32(i)) % 6 {
+				switch (hashOf(l.text) + uint32(i)) % 6 {
 				case 0:
 					return l.text
 				case 1:
@@ -105,8 +107,26 @@ var pasteTransforms = func() []pasteTransform {
 			// cases with the batches 350-425 (healthy nccl-tests runs among
 			// them), 60-61% before.
 		}, 0.57},
+		pasteTransform{"Markdown quote", func(_ string, ls []pastedLine) []byte {
+			return eachPasted(ls, func(l pastedLine) string {
+				if l.text == "" {
+					return ">"
+				}
+				return "> " + l.text
+			})
+		}, 0.95},
 		pasteTransform{"CRLF line ends", func(_ string, ls []pastedLine) []byte {
 			return eachPasted(ls, func(l pastedLine) string { return l.text + "\r" })
+		}, 0.99},
+		pasteTransform{"CRLF and LF mixed", func(_ string, ls []pastedLine) []byte {
+			i := 0
+			return eachPasted(ls, func(l pastedLine) string {
+				i++
+				if (hashOf(l.text)+uint32(i))%2 == 0 {
+					return l.text + "\r"
+				}
+				return l.text
+			})
 		}, 0.99},
 		pasteTransform{"ANSI colours", func(_ string, ls []pastedLine) []byte {
 			return eachPasted(ls, func(l pastedLine) string { return colour(l.text) })
@@ -114,6 +134,12 @@ var pasteTransforms = func() []pasteTransform {
 	)
 	return ts
 }()
+
+func hashOf(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
+}
 
 func eachPasted(ls []pastedLine, f func(pastedLine) string) []byte {
 	var out bytes.Buffer
