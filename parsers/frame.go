@@ -95,7 +95,8 @@ type Decoder struct {
 	sec     [19]byte
 	secTime time.Time
 	secOK   bool
-	ascii   bool // the last text finish returned is plain ASCII (it had nothing to clean)
+	ascii   bool  // the last text finish returned is plain ASCII (it had nothing to clean)
+	shown   int32 // bytes of printable colour-code renderings the last finish removed
 }
 
 // partialLine is a line being reassembled from several records of one stream.
@@ -186,7 +187,7 @@ func (d *Decoder) decode(raw []byte, offset, size int64, num int, rawDropped int
 		return d.decodeCRI(raw, offset, size, num, rawDropped)
 	}
 	text := d.finish(raw, rawDropped)
-	l := Line{Offset: offset, Size: size, Num: num, Text: text, ascii: d.ascii}
+	l := Line{Offset: offset, Size: size, Num: num, Text: text, ascii: d.ascii, shown: d.shown}
 	if rest, t, n := splitPastePrefixes(text); n > 0 {
 		// A container tool's prefix (see paste.go): framing, not text.
 		l.Text, l.Time, l.pasted = rest, t, int32(n)
@@ -624,6 +625,7 @@ func (d *Decoder) decodeCRI(raw []byte, offset, size int64, num int, rawDropped 
 // truncation marker when bytes were dropped. b may be modified in place.
 func (d *Decoder) finish(b []byte, dropped int64) string {
 	d.ascii = dropped == 0 && plainText(b)
+	d.shown = 0
 	if d.ascii {
 		return string(b)
 	}
@@ -632,7 +634,9 @@ func (d *Decoder) finish(b []byte, dropped int64) string {
 		b = trimIncompleteRune(b)
 		dropped += int64(n - len(b))
 	}
-	b = stripEscapes(b)
+	var shown int
+	b, shown = stripEscapes(b)
+	d.shown = int32(shown)
 	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
 		b = b[:len(b)-1]
 	}
@@ -739,12 +743,14 @@ func trimIncompleteRune(b []byte) []byte {
 // stripEscapes removes terminal escape sequences: real ESC sequences (CSI such
 // as colours and cursor moves, OSC, two-byte escapes) and the printable
 // renderings of colour codes that survive copy/paste and syslog: "^[[1;36m",
-// "#033[0m" and "[1;36m" with the ESC lost. It works in place.
-func stripEscapes(b []byte) []byte {
+// "#033[0m" and "[1;36m" with the ESC lost. It works in place, and says
+// how many bytes of those renderings (shown, unlike real escapes) it removed.
+func stripEscapes(b []byte) ([]byte, int) {
 	if bytes.IndexByte(b, 0x1b) < 0 && !bytes.Contains(b, []byte("^[[")) &&
 		!bytes.Contains(b, []byte("#033[")) && !hasBareSGR(b) {
-		return b
+		return b, 0
 	}
+	shown := 0
 	out := b[:0]
 	for i := 0; i < len(b); {
 		c := b[i]
@@ -755,23 +761,26 @@ func stripEscapes(b []byte) []byte {
 		case c == '^' && i+2 < len(b) && b[i+1] == '[' && b[i+2] == '[':
 			if n := csiLen(b[i+3:]); n > 0 {
 				i += 3 + n
+				shown += 3 + n
 				continue
 			}
 		case c == '#' && bytes.HasPrefix(b[i:], []byte("#033[")):
 			if n := csiLen(b[i+5:]); n > 0 {
 				i += 5 + n
+				shown += 5 + n
 				continue
 			}
 		case c == '[':
 			if n := bareSGRLen(b[i:]); n > 0 {
 				i += n
+				shown += n
 				continue
 			}
 		}
 		out = append(out, c)
 		i++
 	}
-	return out
+	return out, shown
 }
 
 // skipEscape returns the index after the escape sequence whose ESC is at i-1.

@@ -692,7 +692,7 @@ const (
 // joined so far, the way it would have been against that line as written.
 func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 	prev := s.shape
-	s.observe(l.Text, l.ascii, int(l.pasted))
+	s.observe(l.Text, l.ascii, int(l.pasted), int(l.shown))
 	s.shape.piece = s.shape.width
 	if l.Text == "" {
 		return false
@@ -887,8 +887,8 @@ func (sh *lineShape) bare() bool {
 // has many lines exactly as wide as the terminal and none wider; a log as
 // written has lines of every width, and a wider line makes the width no
 // longer hold).
-func (s *streamLast) observe(text string, ascii bool, pasted int) {
-	sh := lineShape{cols: len(text), width: len(text) + pasted, text: text, head: text}
+func (s *streamLast) observe(text string, ascii bool, pasted, shown int) {
+	sh := lineShape{cols: len(text) + shown, width: len(text) + shown + pasted, text: text, head: text}
 	if len(text) == 0 {
 		s.shape = sh
 		return

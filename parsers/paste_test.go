@@ -85,6 +85,7 @@ func TestPastesReadAsWritten(t *testing.T) {
 	kv := "(EngineCore pid=316) ValueError: To serve at least one request with the model's max seq len (100000), (4.26 GiB KV cache is needed, which is larger than the available KV cache memory (4.25 GiB)."
 	gloo := "[rank8] Warning: Unable to resolve hostname to a (local) address. Using the loopback address as fallback. Manually set the network interface with GLOO_SOCKET_IFNAME"
 	fc := "fastchat-model-worker-1  | 2024-09-26 06:12:44 | ERROR | stderr | "
+	raw437 := "INFO 02-03 13:18:39 (RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=20518) ran for 1800270 milliseconds before timing out."
 	long := "(RayWorkerWrapper pid=1394) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4967570, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800542 milliseconds before timing out."
 	for _, tc := range []struct {
 		name string
@@ -176,6 +177,9 @@ func TestPastesReadAsWritten(t *testing.T) {
 		{"squashed excerpt that starts at a frame",
 			"  File \"/app/a.py\", line 55, in __init__     self.e = E.f(args)   File \"/app/b.py\", line 145, in f     e = cls(x)   File \"/app/c.py\", line 38, in validate     raise ValueError(msg) ValueError: The precision of resource node:172.17.0.8 cannot go beyond 0.0001\n",
 			[]string{"  File \"/app/a.py\", line 55, in __init__\n    self.e = E.f(args)\n  File \"/app/b.py\", line 145, in f\n    e = cls(x)\n  File \"/app/c.py\", line 38, in validate\n    raise ValueError(msg)\nValueError: The precision of resource node:172.17.0.8 cannot go beyond 0.0001"}},
+		{"colour codes whose ESC was lost are columns of the cut",
+			(raw437)[:80] + "\n" + raw437[80:] + "\n",
+			[]string{strings.Replace(raw437, "[0m", "", 1)}},
 		{"quoted in an issue (Markdown \"> \")",
 			"> Traceback (most recent call last):\n>   File \"/app/x.py\", line 3, in <module>\n>     main()\n> ValueError: bad\n>\n> INFO 10-21 06:53:05 llm_engine.py:1] next\n",
 			[]string{"Traceback (most recent call last):\n  File \"/app/x.py\", line 3, in <module>\n    main()\nValueError: bad", "INFO 10-21 06:53:05 llm_engine.py:1] next"}},

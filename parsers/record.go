@@ -75,6 +75,10 @@ type Line struct {
 	// removed from the line (see paste.go): a terminal wrapped the line
 	// with them, and never repeats them on a wrapped piece.
 	pasted int32
+	// shown counts the bytes of colour codes' printable renderings the
+	// Decoder removed ("[0m" with its ESC lost, "^[[1;36m"): the paste
+	// showed them, so a terminal that wrapped it counted their columns.
+	shown int32
 	// ascii says that Text is known to be ASCII (the Decoder found
 	// nothing to clean in it): the joiner then counts its columns as bytes.
 	ascii bool

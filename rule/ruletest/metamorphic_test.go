@@ -180,9 +180,6 @@ func TestMetamorphicPastes(t *testing.T) {
 // cannot hold (by case, then transform): the paste itself already lost
 // what no splitter can give back. Each says why; keep it short.
 var pasteFragile = map[string]map[string]string{
-	"real/437-vllm-ray-tp8-watchdog-allreduce-seq20518-1800s": {
-		"cut at 80": "the paste lost the ESC bytes of Ray's colour codes (' [36m(RayWorkerVllm pid=5085) [0m '): cut at 80 right after 'Watchdog', the rest (' caught collective operation timeout') is not joined back to the prefixed record",
-	},
 	"real/229-kv-v1-serve-one-request-wrapped-arc": {
 		"squashed onto one line": "the reporter's terminal cut 'KV cach|e is needed' mid-word; squashed, the cut becomes a blank inside the word",
 	},
