@@ -242,7 +242,7 @@ func TestMaskCodes(t *testing.T) {
 // shortcut that looks tokens up before asking indexTerm, are each token's
 // indexTerm with the mask of the records that have it, for the tricky
 // messages (buckets beside exact terms, Unicode) in one block and for
-// blocks sealed one after another (the maps sized by the block before).
+// blocks sealed one after another (numbered by one write's dictionary).
 func TestBlockTermsAreIndexTerms(t *testing.T) {
 	var hs []Hit
 	for _, e := range trickyEvents() {
@@ -251,7 +251,7 @@ func TestBlockTermsAreIndexTerms(t *testing.T) {
 	var sc scratch
 	for start := 0; start < len(hs); start += blockCap / 2 {
 		block := hs[start:min(start+blockCap, len(hs))]
-		got := blockTerms{s: &sc}
+		got := newBlockTerms(&sc.dict, &sc)
 		want := map[string]uint64{}
 		for i := range block {
 			got.record(&block[i], 1<<i)
@@ -261,14 +261,20 @@ func TestBlockTermsAreIndexTerms(t *testing.T) {
 				want[string(term)] |= 1 << i
 			}
 		}
-		got.done()
-		if len(got.fields[fMessage]) != len(want) {
-			t.Errorf("block at %d: %d terms, want %d", start, len(got.fields[fMessage]), len(want))
+		gotMasks := map[string]uint64{}
+		for i, id := range got.ids[fMessage] {
+			term := string(sc.dict.terms[id])
+			if _, dup := gotMasks[term]; dup {
+				t.Errorf("block at %d: term %q twice", start, term)
+			}
+			gotMasks[term] = got.masks[fMessage][i]
+		}
+		if len(gotMasks) != len(want) {
+			t.Errorf("block at %d: %d terms, want %d", start, len(gotMasks), len(want))
 		}
 		for term, mask := range want {
-			tf := got.fields[fMessage][term]
-			if tf == nil || uint64(tf.Frequency()) != mask || string(tf.Term) != term {
-				t.Errorf("block at %d: term %q: %v, want mask %b", start, term, tf, mask)
+			if m, ok := gotMasks[term]; !ok || m != mask {
+				t.Errorf("block at %d: term %q: mask %b (%v), want %b", start, term, m, ok, mask)
 			}
 		}
 	}

@@ -120,81 +120,103 @@ func init() {
 	}
 }
 
-// blockTerms gathers a block's terms by field, each term's TokenFreq's
-// frequency the mask of its records while gathering.
+// termDict numbers the terms of the blocks of one write (a shard's batch)
+// once: a block's terms are term numbers with their records' masks, and a
+// group's table is made with arrays indexed by number, with no map lookup
+// per term of each block (one per token and block, then one per term of
+// each block of the group, were a third of the index's CPU). The numbers
+// are the write's alone: reset once its groups are made.
+type termDict struct {
+	ids   [nTermFields]map[string]int32
+	terms [][]byte // by number: its map key's bytes (shared, read only)
+	// By number: the last block (serial) that holds the term and its place
+	// in that block's terms of its field; the last group that does and
+	// its entry there.
+	blockAt, blockSlot []int32
+	groupAt, groupEnt  []int32
+	blocks, groups     int32 // serials given
+}
+
+// id is the number of field's term t.
+func (d *termDict) id(field int, t []byte) int32 {
+	if id, ok := d.ids[field][string(t)]; ok {
+		return id
+	}
+	return d.add(field, t)
+}
+
+// add numbers t, a term of field it does not have.
+func (d *termDict) add(field int, t []byte) int32 {
+	m := d.ids[field]
+	if m == nil {
+		m = make(map[string]int32, 256)
+		d.ids[field] = m
+	}
+	k := string(t)
+	id := int32(len(d.terms))
+	m[k] = id
+	// Bleve only reads a term: it shares the key's bytes.
+	d.terms = append(d.terms, unsafe.Slice(unsafe.StringData(k), len(k)))
+	d.blockAt = append(d.blockAt, -1)
+	d.blockSlot = append(d.blockSlot, 0)
+	d.groupAt = append(d.groupAt, -1)
+	d.groupEnt = append(d.groupEnt, 0)
+	return id
+}
+
+// reset forgets the write's terms (their maps keep their room).
+func (d *termDict) reset() {
+	for _, m := range d.ids {
+		clear(m)
+	}
+	clear(d.terms) // the terms' bytes are the groups' documents' now
+	d.terms = d.terms[:0]
+	d.blockAt, d.blockSlot = d.blockAt[:0], d.blockSlot[:0]
+	d.groupAt, d.groupEnt = d.groupAt[:0], d.groupEnt[:0]
+}
+
+// blockTerms gathers a block's terms by field: their numbers as they came
+// (see groupTerms) and the masks of the records that hold them.
 type blockTerms struct {
-	fields [nTermFields]bindex.TokenFrequencies
-	order  [nTermFields][]*bindex.TokenFreq // each field's terms as they came (see groupTerms)
-	slab   []bindex.TokenFreq
+	d      *termDict
+	serial int32
+	n      int // records
+	ids    [nTermFields][]int32
+	masks  [nTermFields][]uint64
 	s      *scratch
+}
+
+// newBlockTerms starts the terms of a block of d's write.
+func newBlockTerms(d *termDict, sc *scratch) *blockTerms {
+	b := &blockTerms{d: d, serial: d.blocks, s: sc}
+	d.blocks++
+	return b
 }
 
 // scratch is a writer's reused buffers.
 type scratch struct {
-	// free are the maps of blocks whose group was made, cleared (see
-	// recycle).
-	free     [nTermFields][]bindex.TokenFrequencies
-	pids     map[int][]byte // the terms of recent PIDs
-	kv       []byte
-	toks     []logToken
-	low      []byte
-	fieldLen [nTermFields]int // of the last block sealed
-}
-
-// field returns the terms of a field, made when missing: sized for a
-// block like the last one (a map that grows rehashes its terms).
-func (b *blockTerms) field(field int) bindex.TokenFrequencies {
-	m := b.fields[field]
-	if m == nil && b.s != nil {
-		if free := b.s.free[field]; len(free) > 0 {
-			m = free[len(free)-1]
-			b.s.free[field] = free[:len(free)-1]
-			b.fields[field] = m
-			return m
-		}
-	}
-	if m == nil {
-		hint := 64
-		if sc := b.s; sc != nil {
-			hint = max(hint, sc.fieldLen[field]+sc.fieldLen[field]/8)
-		}
-		m = make(bindex.TokenFrequencies, hint)
-		b.fields[field] = m
-	}
-	return m
+	dict termDict       // the terms of the write being gathered
+	pids map[int][]byte // the terms of recent PIDs
+	kv   []byte
+	toks []logToken
+	low  []byte
 }
 
 func (b *blockTerms) add(field int, t []byte, bit uint64) {
-	m := b.field(field)
-	if tf, ok := m[string(t)]; ok {
-		tf.SetFrequency(tf.Frequency() | int(bit))
+	b.addID(field, b.d.id(field, t), bit)
+}
+
+// addID adds the term numbered id to record bit's terms.
+func (b *blockTerms) addID(field int, id int32, bit uint64) {
+	d := b.d
+	if d.blockAt[id] == b.serial {
+		b.masks[field][d.blockSlot[id]] |= bit
 		return
 	}
-	b.insert(field, m, t, bit)
-}
-
-// insert adds t, a term m (field's terms) does not have.
-func (b *blockTerms) insert(field int, m bindex.TokenFrequencies, t []byte, bit uint64) {
-	if len(b.slab) == 0 {
-		b.slab = make([]bindex.TokenFreq, 256)
-	}
-	tf := &b.slab[0]
-	b.slab = b.slab[1:]
-	k := string(t)
-	// Bleve only reads a term: it shares the key's bytes.
-	tf.Term = unsafe.Slice(unsafe.StringData(k), len(k))
-	tf.SetFrequency(int(bit))
-	m[k] = tf
-	b.order[field] = append(b.order[field], tf)
-}
-
-// done notes the sizes of the block's fields for the next block's maps.
-func (b *blockTerms) done() {
-	if sc := b.s; sc != nil {
-		for f, m := range b.fields {
-			sc.fieldLen[f] = len(m)
-		}
-	}
+	d.blockAt[id] = b.serial
+	d.blockSlot[id] = int32(len(b.ids[field]))
+	b.ids[field] = append(b.ids[field], id)
+	b.masks[field] = append(b.masks[field], bit)
 }
 
 // record adds the terms of h, record bit of its block.
@@ -212,24 +234,24 @@ func (b *blockTerms) record(h *Hit, bit uint64) {
 		toks = tokenizeLog(msg, nil)
 		low, ascii = lowerASCII(msg)
 	}
-	m := b.field(fMessage)
+	d := b.d
 	for _, t := range toks {
 		tok := low[t.start:t.end]
 		if !ascii {
 			tok = lower(msg[t.start:t.end])
 		}
-		// Most of a block's tokens are in it already: a token found as a
+		// Most tokens are terms of the write already: a token found as a
 		// term is exact (a bucket term starts with bucketMark, which no
 		// token does), so indexTerm is only asked about new tokens.
-		if tf, ok := m[string(tok)]; ok {
-			tf.SetFrequency(tf.Frequency() | int(bit))
-			continue
+		id, ok := d.ids[fMessage][string(tok)]
+		if !ok {
+			if term, exact := indexTerm(tok, buf[:0]); exact {
+				id = d.add(fMessage, term)
+			} else {
+				id = d.id(fMessage, term)
+			}
 		}
-		if term, exact := indexTerm(tok, buf[:0]); exact {
-			b.insert(fMessage, m, term, bit)
-		} else {
-			b.add(fMessage, term, bit)
-		}
+		b.addID(fMessage, id, bit)
 	}
 	kw := func(field int, v string) {
 		if v != "" {
@@ -288,22 +310,6 @@ func (b *blockTerms) pidTerm(pid int) []byte {
 	return t
 }
 
-// recycle keeps the maps of blocks whose group is made for the next
-// blocks: nothing reads them any more (a group's terms share their keys'
-// bytes, not the maps).
-func (sc *scratch) recycle(blocks []*sealed) {
-	for _, b := range blocks {
-		for _, f := range b.fields {
-			i := termFieldIdx[f.name]
-			if len(sc.free[i]) < 64 {
-				clear(f.freqs)
-				sc.free[i] = append(sc.free[i], f.freqs)
-			}
-		}
-		b.fields = nil
-	}
-}
-
 // template is what orders a block's records: the start of the message
 // with its numbers blanked, so that lines printed by one statement stand
 // together and their words' masks are runs (see maskCode).
@@ -347,7 +353,7 @@ type namedMask struct {
 type sealed struct {
 	meta            *blockMeta
 	raw             []byte
-	fields          []*blockField
+	terms           *blockTerms // nil once its group is made
 	levels, sources []string
 	recIDs          []string
 	replaces        []recordRef
@@ -374,7 +380,8 @@ func (s *shard) seal(b *openBlock) (*sealed, error) {
 	n := len(hs)
 	m := &blockMeta{key: b.key, n: n, times: make([]int64, n), lines: make([]int32, n), ids: make([]uint32, n)}
 	var levels, sources []namedMask
-	terms := blockTerms{s: &s.scratch}
+	terms := newBlockTerms(&s.scratch.dict, &s.scratch)
+	terms.n = n
 	recIDs := make([]string, n)
 	for i := range hs {
 		h := &hs[i]
@@ -415,25 +422,9 @@ func (s *shard) seal(b *openBlock) (*sealed, error) {
 	keys, _ := x.tab.snapshot()
 	raw := appendPayload(make([]byte, 0, b.bytes), hs, keys[b.key])
 	m.rawLen = int32(len(raw))
-	terms.done()
 	sb := &sealed{meta: m, raw: raw, recIDs: recIDs, replaces: b.replaces, levels: levelNames, sources: sourceNames,
-		fields: terms.blockFields(n)}
+		terms: terms}
 	return sb, nil
-}
-
-// blockFields are the fields of a block of n records, each term's
-// frequency its mask's code.
-func (b *blockTerms) blockFields(n int) []*blockField {
-	var out []*blockField
-	for f, tfs := range b.fields {
-		for _, tf := range tfs {
-			tf.SetFrequency(maskCode(uint64(tf.Frequency()), n))
-		}
-		if len(tfs) > 0 {
-			out = append(out, &blockField{name: termFields[f], freqs: tfs, order: b.order[f]})
-		}
-	}
-	return out
 }
 
 // groupCap is the most blocks a group (one Bleve document) holds: a
@@ -442,57 +433,49 @@ func (b *blockTerms) blockFields(n int) []*blockField {
 const groupCap = 64
 
 // groupTerms makes the term table and the Bleve fields of a group of
-// blocks, given each block's fields (their terms' frequencies their mask
-// codes, see blockFields). The table holds an entry per term of the
-// group: a mask of the group's blocks that hold it (uvarint), then for
-// each of them the code of its records' mask (uvarint); a term's
+// blocks of d's write. The table holds an entry per term of the group: a
+// mask of the group's blocks that hold it (uvarint), then for each of them
+// the code of its records' mask (uvarint, see maskCode); a term's
 // frequency in the group's document is its entry's offset plus one. The
-// entries are in the order of the blocks and of their fields' terms as
-// their records gave them, so the same records make the same table (see
-// reindex).
-func groupTerms(blocks [][]*blockField) ([]byte, []*blockField) {
+// entries are in the order of the blocks, of their fields and of the
+// fields' terms as their records gave them, so the same records make the
+// same table (see reindex).
+func groupTerms(d *termDict, blocks []*blockTerms) ([]byte, []*blockField) {
+	serial := d.groups
+	d.groups++
 	type ent struct {
 		pres uint64
 		end  int32 // of its codes in flat, while filling
+		id   int32
+		f    int32
 	}
-	var ents []ent
-	var tfs []*bindex.TokenFreq // by entry
+	ncodes := 0
+	for _, b := range blocks {
+		for f := range b.ids {
+			ncodes += len(b.ids[f])
+		}
+	}
+	ents := make([]ent, 0, ncodes/2)
 	type code struct {
 		e    int32
 		code uint64
 	}
-	var codes []code
-	var fields [nTermFields]*blockField
-	var slab []bindex.TokenFreq
-	for j, bfs := range blocks {
-		for _, bf := range bfs {
-			f := termFieldIdx[bf.name]
-			gf := fields[f]
-			if gf == nil {
-				gf = &blockField{name: bf.name, freqs: make(bindex.TokenFrequencies, len(bf.freqs)*2)}
-				fields[f] = gf
-			}
-			if codes == nil {
-				codes = make([]code, 0, len(blocks)*len(bf.order)*2)
-			}
-			for _, tf := range bf.order {
-				g, ok := gf.freqs[string(tf.Term)]
-				if !ok {
-					if len(slab) == 0 {
-						slab = make([]bindex.TokenFreq, 1024)
-					}
-					g = &slab[0]
-					slab = slab[1:]
-					// The term's bytes are its block's map key's: shared, read only.
-					g.Term = tf.Term
-					g.SetFrequency(len(ents))
-					gf.freqs[unsafe.String(unsafe.SliceData(tf.Term), len(tf.Term))] = g
-					ents = append(ents, ent{})
-					tfs = append(tfs, g)
+	codes := make([]code, 0, ncodes)
+	var perField [nTermFields]int
+	for j, b := range blocks {
+		for f := range b.ids {
+			for i, id := range b.ids[f] {
+				var e int32
+				if d.groupAt[id] == serial {
+					e = d.groupEnt[id]
+				} else {
+					e = int32(len(ents))
+					d.groupAt[id], d.groupEnt[id] = serial, e
+					ents = append(ents, ent{id: id, f: int32(f)})
+					perField[f]++
 				}
-				e := g.Frequency()
 				ents[e].pres |= 1 << j
-				codes = append(codes, code{int32(e), uint64(tf.Frequency())})
+				codes = append(codes, code{e, uint64(maskCode(b.masks[f][i], b.n))})
 			}
 		}
 	}
@@ -506,6 +489,13 @@ func groupTerms(blocks [][]*blockField) ([]byte, []*blockField) {
 		flat[ents[c.e].end] = c.code
 		ents[c.e].end++
 	}
+	var fields [nTermFields]*blockField
+	for f, n := range perField {
+		if n > 0 {
+			fields[f] = &blockField{name: termFields[f], freqs: make(bindex.TokenFrequencies, n)}
+		}
+	}
+	slab := make([]bindex.TokenFreq, len(ents))
 	table := make([]byte, 0, len(ents)*2+len(codes)*2)
 	start := 0
 	for i, e := range ents {
@@ -515,7 +505,10 @@ func groupTerms(blocks [][]*blockField) ([]byte, []*blockField) {
 			table = binary.AppendUvarint(table, c)
 		}
 		start = int(e.end)
-		tfs[i].SetFrequency(off + 1)
+		tf := &slab[i]
+		tf.Term = d.terms[e.id]
+		tf.SetFrequency(off + 1)
+		fields[e.f].freqs[unsafe.String(unsafe.SliceData(tf.Term), len(tf.Term))] = tf
 	}
 	var out []*blockField
 	for _, gf := range fields {
@@ -560,9 +553,9 @@ type groupBuild struct {
 	doc   *document.Document
 }
 
-// groups cuts numbered blocks (consecutive) into groups of about the
-// same size and makes their tables and documents.
-func groups(blocks []*sealed) []*groupBuild {
+// groups cuts numbered blocks (consecutive) of d's write into groups of
+// about the same size and makes their tables and documents.
+func groups(d *termDict, blocks []*sealed) []*groupBuild {
 	var out []*groupBuild
 	ng := (len(blocks) + groupCap - 1) / groupCap
 	for i, k := 0, 0; k < ng; k++ {
@@ -570,18 +563,19 @@ func groups(blocks []*sealed) []*groupBuild {
 		gb := blocks[i : i+size]
 		i += size
 		g := &groupMeta{first: gb[0].meta.seq, n: len(gb)}
-		fs := make([][]*blockField, len(gb))
+		ts := make([]*blockTerms, len(gb))
 		for j, b := range gb {
-			fs[j] = b.fields
+			ts[j] = b.terms
+			b.terms = nil
 			b.meta.grp = g
 		}
-		out = append(out, newGroupBuild(g, fs))
+		out = append(out, newGroupBuild(g, d, ts))
 	}
 	return out
 }
 
-func newGroupBuild(g *groupMeta, fs [][]*blockField) *groupBuild {
-	table, fields := groupTerms(fs)
+func newGroupBuild(g *groupMeta, d *termDict, ts []*blockTerms) *groupBuild {
+	table, fields := groupTerms(d, ts)
 	doc := document.NewDocument(seqID(g.first))
 	for _, f := range fields {
 		doc.AddField(f)
@@ -679,13 +673,11 @@ func parseSeqID(id []byte) uint64 {
 	return v
 }
 
-// blockField is a field of a block (its terms with their records'
-// masks' codes as frequencies) or of a group document (its terms with
-// their table entries' offsets plus one), indexed only.
+// blockField is a field of a group document: its terms with their table
+// entries' offsets plus one as frequencies, indexed only.
 type blockField struct {
 	name  string
 	freqs bindex.TokenFrequencies
-	order []*bindex.TokenFreq // of a block: its terms in the order they came
 }
 
 func (f *blockField) Name() string                                      { return f.name }
@@ -794,8 +786,8 @@ func (s *shard) write(blocks []*sealed, closing bool) error {
 	for _, b := range blocks {
 		s.number(b)
 	}
-	gs := groups(blocks)
-	s.scratch.recycle(blocks)
+	gs := groups(&s.scratch.dict, blocks)
+	s.scratch.dict.reset()
 	frames := s.frames(blocks, s.store.size)
 	for _, g := range gs {
 		frames = appendTable(frames, g.meta, g.table)
@@ -923,19 +915,21 @@ func (s *shard) reindex(blocks []*blockMeta) error {
 			if g == nil || g.first != blocks[k].seq || k+g.n > len(blocks) {
 				return fmt.Errorf("index shard %d: index again from block %d: not the start of a whole group", s.n, blocks[k].seq)
 			}
-			fs := make([][]*blockField, g.n)
+			var d termDict
+			ts := make([]*blockTerms, g.n)
 			for j, m := range blocks[k : k+g.n] {
 				hits, err := s.records(m)
 				if err != nil {
 					return err
 				}
-				var terms blockTerms
+				terms := newBlockTerms(&d, nil)
+				terms.n = m.n
 				for i := range hits {
 					terms.record(&hits[i], 1<<i)
 				}
-				fs[j] = terms.blockFields(m.n)
+				ts[j] = terms
 			}
-			gb := newGroupBuild(g, fs)
+			gb := newGroupBuild(g, &d, ts)
 			if crc32c(gb.table) != g.tabCRC || len(gb.table) != int(g.tabLen) {
 				return fmt.Errorf("index shard %d: index again block %d: its records make another term table than the one stored", s.n, g.first)
 			}
