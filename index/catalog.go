@@ -114,7 +114,9 @@ func (b *bloom) positions(h uint64, fn func(word int, bit uint64) bool) bool {
 	h1, h2 := h, bits.RotateLeft64(h, 32)|1
 	m := uint64(len(b.bits) * 64)
 	for i := uint64(0); i < bloomK; i++ {
-		p := (h1 + i*h2) % m
+		// The high word of (h1+i*h2)*m is in [0, m), as % would be but
+		// without a division (14 per record added: 2% of ingest's CPU).
+		p, _ := bits.Mul64(h1+i*h2, m)
 		if !fn(int(p/64), 1<<(p%64)) {
 			return false
 		}

@@ -24,8 +24,10 @@ func HitFromEvent(ev *parsers.Event) Hit {
 	if h.Message == "" {
 		h.Message = ev.Text
 	}
-	if r, err := strconv.Atoi(ev.Fields["rank"]); err == nil {
-		h.Rank = &r
+	if v := ev.Fields["rank"]; v != "" { // Atoi's error for "" is an allocation per record
+		if r, err := strconv.Atoi(v); err == nil {
+			h.Rank = &r
+		}
 	}
 	return h
 }

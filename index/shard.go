@@ -135,6 +135,12 @@ type termDict struct {
 	blockAt, blockSlot []int32
 	groupAt, groupEnt  []int32
 	blocks, groups     int32 // serials given
+	// The keyword fields' last value and its number: a file's records
+	// mostly repeat the one before's (no lookup then).
+	lastKw  [nTermFields]string
+	lastID  [nTermFields]int32
+	lastPID int
+	pidID   int32
 }
 
 // id is the number of field's term t.
@@ -173,6 +179,17 @@ func (d *termDict) reset() {
 	d.terms = d.terms[:0]
 	d.blockAt, d.blockSlot = d.blockAt[:0], d.blockSlot[:0]
 	d.groupAt, d.groupEnt = d.groupAt[:0], d.groupEnt[:0]
+	d.lastKw, d.lastPID = [nTermFields]string{}, 0
+}
+
+// kwID is the number of keyword field's value v.
+func (d *termDict) kwID(field int, v string) int32 {
+	if v == d.lastKw[field] && v != "" {
+		return d.lastID[field]
+	}
+	id := d.id(field, unsafe.Slice(unsafe.StringData(v), len(v))) // read only
+	d.lastKw[field], d.lastID[field] = v, id
+	return id
 }
 
 // blockTerms gathers a block's terms by field: their numbers as they came
@@ -255,7 +272,7 @@ func (b *blockTerms) record(h *Hit, bit uint64) {
 	}
 	kw := func(field int, v string) {
 		if v != "" {
-			b.add(field, unsafe.Slice(unsafe.StringData(v), len(v)), bit) // read only
+			b.addID(field, d.kwID(field, v), bit)
 		}
 	}
 	kw(fStream, h.Stream)
@@ -286,7 +303,10 @@ func (b *blockTerms) record(h *Hit, bit uint64) {
 		}
 	}
 	if h.PID != 0 {
-		b.add(fPID, b.pidTerm(h.PID), bit)
+		if h.PID != d.lastPID {
+			d.lastPID, d.pidID = h.PID, d.id(fPID, b.pidTerm(h.PID))
+		}
+		b.addID(fPID, d.pidID, bit)
 	}
 	if h.Rank != nil {
 		b.add(fRank, intTerm(int64(*h.Rank)), bit)

@@ -69,3 +69,30 @@ func TestGroupTablesAreStable(t *testing.T) {
 		t.Errorf("group tables differ from %s:\n%s", golden, got.String())
 	}
 }
+
+// TestIDFilterFalsePositives: the ID filter says "maybe" for every ID
+// added before and for about 1% of the others (each "maybe" costs a
+// lookup in the blocks), across the chain of filters it grows.
+func TestIDFilterFalsePositives(t *testing.T) {
+	f := newIDFilter()
+	const n = 300000 // 3 filters: 65,536, 131,072 and 262,144 IDs
+	for i := range n {
+		f.add(idHash(fmt.Sprintf("node-1/file/%d", i)))
+	}
+	for i := range n {
+		if !f.add(idHash(fmt.Sprintf("node-1/file/%d", i))) {
+			t.Fatalf("ID %d added before: the filter says no", i)
+		}
+	}
+	maybe := 0
+	const others = 100000
+	for i := range others {
+		if f.add(idHash(fmt.Sprintf("node-2/file/%d", i))) {
+			maybe++
+		}
+	}
+	if rate := float64(maybe) / others; rate > 0.03 {
+		t.Errorf("%.2f%% of new IDs are maybes, want about 1%%", rate*100)
+	}
+	t.Logf("%d filters, %.2f%% false maybes", len(f.filters), float64(maybe)/others*100)
+}
