@@ -203,8 +203,9 @@ func TestConfirmedHit(t *testing.T) {
 
 // TestBuiltinLauncherFailureSignals: the launchers' own failure reports
 // (vLLM's multi-node-serving.sh, Open MPI's mpirun, DeepSpeed's launch.py,
-// pdsh, the kubelet, NIXL's UCX backend) mark a launch failed, as they print them; the same
-// tools' progress and success lines do not.
+// pdsh, the kubelet, NIXL's UCX backend) and the supervisors of deployments (ray start --block,
+// Ray Jobs, kubectl, Slurm, torchrun, docker compose, systemd, the shell) mark a launch failed, as
+// they print them; the same tools' progress and success lines do not.
 func TestBuiltinLauncherFailureSignals(t *testing.T) {
 	rules, err := LoadBuiltin()
 	if err != nil {
@@ -234,6 +235,48 @@ func TestBuiltinLauncherFailureSignals(t *testing.T) {
 		{"  Warning  BackOff    5m16s (x21329 over 3d20h)  kubelet  Back-off restarting failed container ray-head in pod main-ray-cluster-kuberay-head-7zw69_default(da4143b0)", true},
 		{"Unexpected UCX error: Endpoint timeout", true},
 		{"UCX  INFO  ucp_context: using transports tcp,cuda_copy", false},
+		// ray start --block, both spellings; Ray Jobs; RAY_CHECK.
+		{"Some Ray subprocesses exited unexpectedly:\n  raylet [exit code=1]", true},
+		{"Some Ray subprcesses exited unexpectedly:", true},
+		{"Running subprocesses are monitored and a message will be printed if any of them terminate unexpectedly.", false},
+		{"Job entrypoint command failed with exit code -11, last available logs (truncated to 20,000 chars):", true},
+		{"Job 'raysubmit_73nQ2jgcpZATWrNN' failed", true},
+		{"Job 'raysubmit_73nQ2jgcpZATWrNN' succeeded", false},
+		{"experimental_mutable_object_provider.cc:153:  An unexpected system state has occurred. You have likely discovered a bug in Ray.", true},
+		{"gcs_rpc_client.h:537:  Check failed: absl::ToInt64Seconds(absl::Now() - gcs_last_alive_time_) < 60", true},
+		// kubectl describe and get pods.
+		{"      Exit Code:    1", true},
+		{"      Exit Code:    0", false},
+		{"default   main-ray-cluster-kuberay-head-7zw69   0/1     CrashLoopBackOff   6 (4m41s ago)   18m", true},
+		{"qwen-multinode-0-vllm-0-1   0/1     Error     3 (31s ago)   54s", true},
+		{"qwen-multinode-0-vllm-0-0   0/1     Running   0             54s", false},
+		{"      Reason:       OOMKilled", true},
+		{"vllm-0   0/1     ImagePullBackOff   0          2m", true},
+		{"INFO 05-03 00:18:16 [core.py:12] Error handling is enabled", false},
+		// Slurm.
+		{"srun: error: sn30-r1-h1: task 0: Exited with exit code 1", true},
+		{"srun: error: node30: tasks 0-1: Killed", true},
+		{"srun: error: Unable to create step for job 20192207: Invalid generic resource (gres) specification", true},
+		{"srun: Job step aborted: Waiting up to 32 seconds for job step to finish.", false},
+		{"slurmstepd: error: *** JOB 1234567 ON gpu-node-07 CANCELLED AT 2025-03-01T10:00:00 DUE TO TIME LIMIT ***", true},
+		{"slurmstepd: error: Detected 1 oom-kill event(s) in StepId=1234.0.", true},
+		// torchrun, docker compose, systemd, the shell, the kernel, abseil.
+		{"torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", true},
+		{"Root Cause (first observed failure):", true},
+		{"ray-worker exited with code 1", true},
+		{"ray-worker exited with code 0", false},
+		{"vllm.service: Main process exited, code=exited, status=1/FAILURE", true},
+		{"vllm.service: Main process exited, code=exited, status=0/SUCCESS", false},
+		{"vllm.service: Failed with result 'exit-code'.", true},
+		{"/opt/start.sh: line 12:  4711 Killed                  python3 -m vllm.entrypoints.openai.api_server", true},
+		{"Killed", true},
+		{"Killed 3 idle workers", false},
+		{"Segmentation fault (core dumped)", true},
+		{"Out of memory: Killed process 12345 (ray::RayWorkerW)", true},
+		{"(RayWorker pid=4711) *** SIGBUS received at time=1692322557 on cpu 5 ***", true},
+		// NIXL's lower-case exception classes.
+		{"nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND", true},
+		{"rixl._bindings.nixlBackendError: NIXL_ERR_BACKEND", true},
 	} {
 		if got := ls.confirmed(markFailed, tt.msg); got != tt.want {
 			t.Errorf("confirmed(failed, %q) = %v, want %v", tt.msg, got, tt.want)

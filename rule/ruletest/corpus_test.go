@@ -36,18 +36,9 @@ var knownFailures = map[string]string{
 	"real/357-efa-register-mr-einval-libfabric-before-1.29.1": "aws-ofi-nccl's register_rail_mr_buffer (RDMA protocol, since dbc2dc0b 2023-03) prints this WARN and returns ncclSystemError, so the launch failed, but the excerpt is that one line: the first finding (nccl-ib-unavailable, low warning) already names the libfabric-before-1.29.1 bug and its fix, while the case counts it outside the catalog (unexplained): putting unexplained-failure first would hide that answer",
 	// Cases 430-445: held-out NCCL/c10d batch (categorised from the
 	// threads before one diagnosis).
-	"real/438-nccl-2.22.3-roce-version-num-segfault-redopdestroy":   "UCX's 'Caught signal 11 (Segmentation fault ...)' crash report is no failure signal yet, so a crash outside the catalog gets no finding",
 	"real/440-torchrun-elastic-kill9-other-node-remote-peer-closed": "torch's 'remote process exited or there was a network error' with NCCL's 'Connection closed by remote peer' as Last error gives the collective timeout, not the dead peer",
 	"real/443-nccl-bootstrap-probe-closed-before-magic-remote-peer": "an NCCL return-code trace (-> 6 up to group.cc) after a WARN is no failure signal, so a bootstrap failure outside the catalog gets no finding",
 	"real/445-nccl-proxy-setup-driver-shutting-down-host-threads":   "NCCL's 'Cuda failure ... driver shutting down' and a failed proxy Setup are no failure signal, so the crash gets no finding",
-	// Cases 470-483: the held-out mixed/deployment batch (kubectl, KubeRay,
-	// Docker, Slurm pastes; categorised from the threads before one diagnosis).
-	"real/474-vllm-ascend-multinode-raylet-exit-code-1":              "Ray's 'Some Ray subprocesses exited unexpectedly: raylet [exit code=1]' is no failure signal: nothing is printed",
-	"real/476-kuberay-dualstack-worker-crashloop-exit-code-1":        "kubectl describe's 'Last State: Terminated / Reason: Error / Exit Code: 1' is no failure signal: nothing is printed",
-	"real/477-ray-job-entrypoint-exit-code-minus-11":                 "Ray Jobs' 'Job entrypoint command failed with exit code -11' is no failure signal: nothing is printed",
-	"real/479-ray-compiled-graph-mutable-object-channel-closed-vllm": "Ray's RAY_CHECK line 'An unexpected system state has occurred ... Check failed' without its stack trace is no failure signal",
-	"real/480-vllm-docker-rayworker-sigbus-nccl-shm-segment":         "a SIGBUS in a worker whose frame address spells an NCCL shm segment name is not read as /dev/shm exhaustion",
-	"real/484-ray-head-dashboard-exited-unexpectedly-subprcesses":    "the old spelling 'Some Ray subprcesses exited unexpectedly: dashboard [exit code=0]' is no failure signal: nothing is printed",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
