@@ -274,6 +274,11 @@ func TestBuiltinLauncherFailureSignals(t *testing.T) {
 		{"Segmentation fault (core dumped)", true},
 		{"Out of memory: Killed process 12345 (ray::RayWorkerW)", true},
 		{"(RayWorker pid=4711) *** SIGBUS received at time=1692322557 on cpu 5 ***", true},
+		{"      Reason:       Error      Exit Code:    137      Started:      Tue, 18 Nov 2025", true},
+		{"[job-3bb8-worker-0:4682 :0:4682] Caught signal 11 (Segmentation fault: address not mapped to object at address (nil))", true},
+		{"[job-3bb8-worker-0:4682 :0:4682] Caught signal 11 (Segmentation fa", true},
+		{"docker: Error response from daemon: could not select device driver \"\" with capabilities: [[gpu]].", true},
+		{"exec /usr/bin/python3: exec format error", true},
 		// NIXL's lower-case exception classes.
 		{"nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND", true},
 		{"rixl._bindings.nixlBackendError: NIXL_ERR_BACKEND", true},
