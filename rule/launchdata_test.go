@@ -158,6 +158,8 @@ func signalTexts(t *testing.T) []string {
 		"no error here: RpcError: RPC Error message: reset",
 		"x ValueError: not at a line start\nmore",
 		"Exception: z\n",
+		"first line\nray.exceptions.RayTaskError(KeyError): ray::RayWorkerWrapper.execute_method()",
+		"RayTaskError(Exception): w",
 		"\n",
 		"",
 	}
@@ -282,6 +284,12 @@ func TestBuiltinLauncherFailureSignals(t *testing.T) {
 		// NIXL's lower-case exception classes.
 		{"nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND", true},
 		{"rixl._bindings.nixlBackendError: NIXL_ERR_BACKEND", true},
+		// Ray's wrapped exceptions name the cause in parentheses.
+		{"ray.exceptions.RayTaskError(KeyError): ray::RayWorkerWrapper.execute_method() (pid=535, ip=192.168.3.107)", true},
+		{"ray.exceptions.RayTaskError(ValueError): ray::RayWorkerWrapper.execute_method()", true},
+		{"RayTaskError(Exception): ray::f()", true},
+		{"INFO stats(KeyError): 0 raised", false},
+		{"counter for OOMError(s): 0", false},
 	} {
 		if got := ls.confirmed(markFailed, tt.msg); got != tt.want {
 			t.Errorf("confirmed(failed, %q) = %v, want %v", tt.msg, got, tt.want)

@@ -39,10 +39,6 @@ var knownFailures = map[string]string{
 	"real/440-torchrun-elastic-kill9-other-node-remote-peer-closed": "torch's 'remote process exited or there was a network error' with NCCL's 'Connection closed by remote peer' as Last error gives the collective timeout, not the dead peer",
 	"real/443-nccl-bootstrap-probe-closed-before-magic-remote-peer": "an NCCL return-code trace (-> 6 up to group.cc) after a WARN is no failure signal, so a bootstrap failure outside the catalog gets no finding",
 	"real/445-nccl-proxy-setup-driver-shutting-down-host-threads":   "NCCL's 'Cuda failure ... driver shutting down' and a failed proxy Setup are no failure signal, so the crash gets no finding",
-	// Cases 450-466: the held-out Ray/vLLM/SGLang/Hub batch (collected and
-	// categorised from their threads before one diagnosis).
-	"real/452-vllm-v1-ray-pp-keyerror-linear-attn-layer-other-stage":          "an engine core's RayTaskError(KeyError) from a Ray worker is no launch failure signal, so the failure outside the catalog gets no finding",
-	"real/466-fms-torchrun-rank9-number-of-heads-not-divisible-by-world-size": "'The number of heads must be divisible by world size' (an assertion of the model code) is not a parallel-size wording of the catalog",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
