@@ -186,4 +186,7 @@ var pasteFragile = map[string]map[string]string{
 	"real/422-lws-eks-vllm-pp2-gloo-loopback-fallback-refused": {
 		"squashed onto one line": "the author's indented continuations become runs of blanks inside the sentences ('loopback         address'), and two entries are too few to tell a squashed paste",
 	},
+	"real/456-kserve-vllm-llama-3.1-403-forbidden-config-json-licence-not-accepted": {
+		"indented wrap at 80": "one line whose only evidence is the Hub URL after '403 Client Error: Forbidden for url:'; wrapped at 80 the URL becomes a record of its own, and a 403 without its host names no service",
+	},
 }
