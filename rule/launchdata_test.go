@@ -296,3 +296,33 @@ func TestBuiltinLauncherFailureSignals(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinNCCLFailureSignals: NCCL's own reports of an error return (the
+// async init thread's trace, the proxy's failed operations) mark a launch
+// failed; NCCL's INFO traces of a success and the benign "[Service thread]
+// Connection closed by localRank" of a communicator's teardown do not.
+func TestBuiltinNCCLFailureSignals(t *testing.T) {
+	rules, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := NewEngine(rules).idx.launch
+	for _, tt := range []struct {
+		msg  string
+		want bool
+	}{
+		{"group.cc:75 -> 6 [Async thread]", true},
+		{"init.cc:840 -> 2 [Async thread]", true},
+		{"-> 3 [Async thread]", true}, // 2.30.7: INFO_LOC moves the file:line into the prefix
+		{"group.cc:64 -> 0 [Async thread]", false},
+		{"init.cc:1358 -> 3", false}, // the same trace on the caller's thread: one frame of many
+		{"[Proxy Service 3] Failed to execute operation Setup from rank 3, retcode 1", true},
+		{"[Service thread] Error encountered progressing operation=Connect, res=3, closing connection", true},
+		{"Socket recv failed while polling for opId=0x55a51966cc80", true},
+		{"[Service thread] Connection closed by localRank 2", false},
+	} {
+		if got := ls.confirmed(markFailed, tt.msg); got != tt.want {
+			t.Errorf("confirmed(failed, %q) = %v, want %v", tt.msg, got, tt.want)
+		}
+	}
+}

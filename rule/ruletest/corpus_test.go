@@ -37,8 +37,6 @@ var knownFailures = map[string]string{
 	// Cases 430-445: held-out NCCL/c10d batch (categorised from the
 	// threads before one diagnosis).
 	"real/440-torchrun-elastic-kill9-other-node-remote-peer-closed": "torch's 'remote process exited or there was a network error' with NCCL's 'Connection closed by remote peer' as Last error gives the collective timeout, not the dead peer",
-	"real/443-nccl-bootstrap-probe-closed-before-magic-remote-peer": "an NCCL return-code trace (-> 6 up to group.cc) after a WARN is no failure signal, so a bootstrap failure outside the catalog gets no finding",
-	"real/445-nccl-proxy-setup-driver-shutting-down-host-threads":   "NCCL's 'Cuda failure ... driver shutting down' and a failed proxy Setup are no failure signal, so the crash gets no finding",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
