@@ -34,9 +34,6 @@ var knownFailures = map[string]string{
 	// Cases 350-372: the held-out NCCL/c10d/EFA batch of issue 21's last
 	// round (collected and categorised before it was diagnosed once).
 	"real/357-efa-register-mr-einval-libfabric-before-1.29.1": "aws-ofi-nccl's register_rail_mr_buffer (RDMA protocol, since dbc2dc0b 2023-03) prints this WARN and returns ncclSystemError, so the launch failed, but the excerpt is that one line: the first finding (nccl-ib-unavailable, low warning) already names the libfabric-before-1.29.1 bug and its fix, while the case counts it outside the catalog (unexplained): putting unexplained-failure first would hide that answer",
-	// Cases 430-445: held-out NCCL/c10d batch (categorised from the
-	// threads before one diagnosis).
-	"real/440-torchrun-elastic-kill9-other-node-remote-peer-closed": "torch's 'remote process exited or there was a network error' with NCCL's 'Connection closed by remote peer' as Last error gives the collective timeout, not the dead peer",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
