@@ -314,6 +314,7 @@ func TestBuiltinNCCLFailureSignals(t *testing.T) {
 		{"group.cc:75 -> 6 [Async thread]", true},
 		{"init.cc:840 -> 2 [Async thread]", true},
 		{"-> 3 [Async thread]", true}, // 2.30.7: INFO_LOC moves the file:line into the prefix
+		{"> 2 [Async thread]", true},  // the piece a cut at 80 columns leaves (NVIDIA/nccl#562's bazel paths)
 		{"group.cc:64 -> 0 [Async thread]", false},
 		{"init.cc:1358 -> 3", false}, // the same trace on the caller's thread: one frame of many
 		{"[Proxy Service 3] Failed to execute operation Setup from rank 3, retcode 1", true},
