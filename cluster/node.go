@@ -76,6 +76,10 @@ type Node struct {
 	held  map[int]*Lease
 	live  []Member // as of the last heartbeat
 	moves int      // leases acquired and given up, for /metrics
+
+	// seen is when each other member was last seen live and not
+	// draining (since start): step's only caller, Run, owns it.
+	seen map[string]time.Duration
 }
 
 // The KV requests counted when they fail (Failures).
@@ -110,7 +114,7 @@ func Join(ctx context.Context, js jetstream.JetStream, o Options) (*Node, error)
 	now := time.Now()
 	n := &Node{opts: o, log: o.Log, start: now, tick: o.TTL / 5, js: js,
 		nonce:  o.Member + "@" + strconv.FormatInt(now.UnixNano(), 36),
-		shards: shards, held: map[int]*Lease{},
+		shards: shards, held: map[int]*Lease{}, seen: map[string]time.Duration{},
 		Claims: newClaims(findings, o.Member), State: &State{kv: state}}
 	return n, nil
 }
@@ -270,6 +274,7 @@ func (n *Node) step(ctx context.Context, own OwnFunc) {
 	// taking partitions before then would index some twice as they move.
 	settling := !seen || time.Since(n.start) < 2*n.tick
 	owners := Assign(n.opts.Partitions, ids)
+	kept := n.keptOwners(ids)
 	for p := range n.opts.Partitions {
 		mine := owners[p] == n.opts.Member
 		n.mu.Lock()
@@ -278,13 +283,45 @@ func (n *Node) step(ctx context.Context, own OwnFunc) {
 		switch {
 		case l != nil && !l.Valid():
 			n.lost(l, "not renewed in time")
-		case l != nil && !mine:
+		case l != nil && !mine && kept[p] != n.opts.Member:
 			wg.Go(func() { n.release(l) })
 		case l == nil && mine && !settling && ctx.Err() == nil:
 			wg.Go(func() { n.acquire(ctx, p, own) })
 		}
 	}
 	wg.Wait()
+}
+
+// keptOwners is whom each partition would go to if the members seen
+// within the last TTL that are missing now were still there. A partition
+// is given up only when neither this nor the present members make it
+// ours: a member whose heartbeat lapsed a moment (its connection moving
+// off a frozen server, its leases still renewed) must not make the others
+// hand partitions between themselves and back when it reappears (each
+// move stops a partition for a moment; TestMissingMemberMovesNothing).
+// Nothing waits on this: what a member gone for good held is taken by
+// its present owner as soon as its lease lapses, only the survivors'
+// rebalancing among themselves comes a TTL later.
+func (n *Node) keptOwners(ids []string) []string {
+	now := time.Since(n.start)
+	all := slices.Clone(ids)
+	for id, at := range n.seen {
+		switch {
+		case now-at > n.opts.TTL:
+			delete(n.seen, id)
+		case !slices.Contains(ids, id):
+			all = append(all, id)
+		}
+	}
+	for _, id := range ids {
+		if id != n.opts.Member {
+			n.seen[id] = now
+		}
+	}
+	if len(all) == len(ids) {
+		return Assign(n.opts.Partitions, ids)
+	}
+	return Assign(n.opts.Partitions, all)
 }
 
 // attempt bounds one KV request: half a round, retried (try) while the

@@ -361,3 +361,83 @@ func TestLateRenewalDoesNotRevive(t *testing.T) {
 		t.Error("a lease renewed after its deadline is valid again")
 	}
 }
+
+// TestMissingMemberMovesNothing: a member missing from the heartbeats for
+// less than a TTL while it still renews its leases (in CI, a member whose
+// server was frozen, its connection moving to another) must not make the
+// other two hand a partition between themselves and back when it
+// reappears: each move stops the partition for a moment, and one came 10.9
+// s after a freeze, past TestLeasesSurviveAFrozenServer's 2 x TTL.
+func TestMissingMemberMovesNothing(t *testing.T) {
+	srv := testutil.RunJetStreamServer(t)
+	const parts, ttl = 6, 2 * time.Second
+	all, survivors := []string{"m0", "m1", "m2"}, []string{"m0", "m1"}
+	// Without the keeping, m2 missing moves a partition from m0 to m1 or
+	// back: with these names and parts it does.
+	before, after := Assign(parts, all), Assign(parts, survivors)
+	moved := 0
+	for p := range parts {
+		if before[p] != "m2" && before[p] != after[p] {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatalf("Assign moves nothing between m0 and m1 when m2 is missing (%v -> %v): the test would not test", before, after)
+	}
+	h := &holdings{t: t, holder: map[int]string{}}
+	for _, m := range all {
+		startMember(t, srv.ClientURL(), m, parts, ttl, h)
+	}
+	testutil.CheckFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		got, err := h.owners(parts)
+		if err != nil {
+			return err
+		}
+		for p := range parts {
+			if got[p] != before[p] {
+				return fmt.Errorf("partition %d run by %s, want %s", p, got[p], before[p])
+			}
+		}
+		return nil
+	})
+
+	// m2's heartbeat deleted from every shard as soon as it is written,
+	// for 0.75 x TTL: the others do not see it, its leases stay renewed.
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var kvs []jetstream.KeyValue
+	for k := range Shards {
+		kv, err := js.KeyValue(ctx, ShardBucket(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kvs = append(kvs, kv)
+	}
+	start := time.Now()
+	for time.Since(start) < ttl*3/4 {
+		for _, kv := range kvs {
+			_ = kv.Delete(ctx, memberKey("m2")) // none there yet: nothing to delete
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// m2 back: watch two more TTLs for a move.
+	time.Sleep(2 * ttl)
+	if stops := h.stopsSince(start); len(stops) > 0 {
+		t.Errorf("partitions stopped while m2's heartbeat was missing for %v and after: %v", ttl*3/4, stops)
+	}
+	if got, err := h.owners(parts); err != nil {
+		t.Error(err)
+	} else {
+		for p := range parts {
+			if got[p] != before[p] {
+				t.Errorf("partition %d run by %s, want %s", p, got[p], before[p])
+			}
+		}
+	}
+}

@@ -68,7 +68,31 @@ func StartProcs(t testing.TB, bin string, n int) *Procs {
 	for i := range n {
 		p.waitJetStream(i)
 	}
+	p.waitPlacement(n)
 	return p
+}
+
+// waitPlacement waits until a stream with one replica per server can be
+// made: a meta leader answers account info before it has heard from every
+// peer, and a test's first R3 bucket then fails with "no suitable peers
+// for placement, peer offline" (2 of 3 runs of a test on a loaded machine).
+func (p *Procs) waitPlacement(n int) {
+	p.t.Helper()
+	testutil.CheckFor(p.t, readyTimeout, 50*time.Millisecond, func() error {
+		nc, err := nats.Connect(p.URL(0), nats.Timeout(time.Second))
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		const name = "natstest_placement"
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"natstest.placement"}, Replicas: n, Storage: jetstream.MemoryStorage}); err != nil {
+			return fmt.Errorf("a stream of %d replicas: %w", n, err)
+		}
+		return js.DeleteStream(ctx, name)
+	})
 }
 
 func (p *Procs) waitJetStream(i int) {
