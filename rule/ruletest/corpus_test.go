@@ -34,6 +34,9 @@ var knownFailures = map[string]string{
 	// Cases 350-372: the held-out NCCL/c10d/EFA batch of issue 21's last
 	// round (collected and categorised before it was diagnosed once).
 	"real/357-efa-register-mr-einval-libfabric-before-1.29.1": "aws-ofi-nccl's register_rail_mr_buffer (RDMA protocol, since dbc2dc0b 2023-03) prints this WARN and returns ncclSystemError, so the launch failed, but the excerpt is that one line: the first finding (nccl-ib-unavailable, low warning) already names the libfabric-before-1.29.1 bug and its fix, while the case counts it outside the catalog (unexplained): putting unexplained-failure first would hide that answer",
+	// Cases 490-505: the held-out NCCL/c10d/EFA/IB/NVLS batch of issue 21's
+	// next round (collected and categorised before it was diagnosed once).
+	"real/500-nccl-tests-two-hosts-different-ifname-enp6s0-enp4s0-internal-error": "the paste is nccl-tests' 'Test NCCL failure common.cu:959 internal error' without NCCL_DEBUG output: the NCCL_SOCKET_IFNAME that names an interface of one host only is in the mpirun command of the prose, not in the log, and an internal error of NCCL 2.18+ is any failure (NVIDIA/nccl#1092), so naming the interface would be a guess",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
