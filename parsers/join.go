@@ -697,7 +697,10 @@ func (j *Joiner) addWrapped(s *streamLast, l Line) bool {
 	if l.Text == "" {
 		return false
 	}
-	if prev.width >= wrapIndentMin {
+	// A wrapped piece may be short however wide the wrap: fold -s breaks
+	// before a word longer than what is left of the line (a JSON blob's
+	// '"Address already in ' + 'use","errno":98,...').
+	if prev.width >= wrapIndentMin || prev.wrapped {
 		if text, sep, ok := j.wrapJoin(s, prev, l, s.width, s.maxCols); ok {
 			return j.joinWrapped(s, prev, l, text, sep, true)
 		}
