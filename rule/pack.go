@@ -105,10 +105,11 @@ type ruleDoc struct {
 }
 
 type catalogDoc struct {
-	file string
-	doc  *ast.DocumentNode
-	spec CatalogFile
-	bad  []int // entries that did not decode (already reported)
+	file  string
+	doc   *ast.DocumentNode
+	spec  CatalogFile
+	nodes []ast.Node // each entry's node (nil where it did not decode)
+	bad   []int      // entries that did not decode (already reported)
 }
 
 type causeDoc struct {
@@ -196,19 +197,20 @@ func isYAML(name string) bool {
 // parseDocs decodes every YAML document of a file into a T, strictly
 // (unknown keys are errors at their line).
 func parseDocs[T any](file string, data []byte) ([]*ast.DocumentNode, []T, []Problem) {
-	return parseDocsIf[T](file, data, nil)
-}
-
-// parseDocsIf is parseDocs for the documents keep accepts (all for nil).
-func parseDocsIf[T any](file string, data []byte, keep func(*ast.DocumentNode) bool) ([]*ast.DocumentNode, []T, []Problem) {
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, nil, []Problem{yamlProblem(file, err)}
 	}
+	return decodeDocs[T](file, f.Docs, nil)
+}
+
+// decodeDocs decodes the documents keep accepts (all for nil) into a T,
+// strictly.
+func decodeDocs[T any](file string, all []*ast.DocumentNode, keep func(*ast.DocumentNode) bool) ([]*ast.DocumentNode, []T, []Problem) {
 	var docs []*ast.DocumentNode
 	var out []T
 	var problems []Problem
-	for _, doc := range f.Docs {
+	for _, doc := range all {
 		if doc.Body == nil || (keep != nil && !keep(doc)) {
 			continue
 		}
@@ -230,40 +232,72 @@ type catalogTop struct {
 	Project  string              `yaml:"project"`
 	Repo     string              `yaml:"repo"`
 	Facts    map[string]FactDecl `yaml:"facts"`
-	Messages []any               `yaml:"messages"`
+	Messages []ast.Node          `yaml:"messages"`
 }
 
 func parseCatalogFile(file string, data []byte) ([]catalogDoc, []Problem) {
-	return parseCatalogDocs(file, data, nil)
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, []Problem{yamlProblem(file, err)}
+	}
+	return parseCatalogDocs(file, f.Docs, nil)
 }
 
 // isCatalogDoc reports whether a document of a rule file is a catalog
 // document (messages, or fact declarations without a rule id): a rule file
 // may carry the entries its rule reads, as a document of its own.
 func isCatalogDoc(doc *ast.DocumentNode) bool {
-	var keys map[string]any
-	if yaml.NodeToValue(doc.Body, &keys) != nil {
-		return false
+	keys, ok := topKeys(doc.Body)
+	if !ok {
+		var m map[string]any
+		if yaml.NodeToValue(doc.Body, &m) != nil {
+			return false
+		}
+		keys = map[string]bool{}
+		for k := range m {
+			keys[k] = true
+		}
 	}
-	_, messages := keys["messages"]
-	_, facts := keys["facts"]
-	_, id := keys["id"]
-	return messages || (facts && !id)
+	return keys["messages"] || (keys["facts"] && !keys["id"])
 }
 
-func parseCatalogDocs(file string, data []byte, keep func(*ast.DocumentNode) bool) ([]catalogDoc, []Problem) {
-	docs, tops, problems := parseDocsIf[catalogTop](file, data, keep)
+// topKeys is the set of keys of a block mapping read from its nodes (not
+// decoding the values). ok is false where decoding could say otherwise: not
+// a plain mapping, or a merge key.
+func topKeys(n ast.Node) (map[string]bool, bool) {
+	m, ok := n.(*ast.MappingNode)
+	if !ok {
+		return nil, false
+	}
+	keys := make(map[string]bool, len(m.Values))
+	for _, v := range m.Values {
+		k, ok := v.Key.(*ast.StringNode)
+		if !ok {
+			return nil, false
+		}
+		keys[k.Value] = true
+	}
+	return keys, true
+}
+
+func parseCatalogDocs(file string, all []*ast.DocumentNode, keep func(*ast.DocumentNode) bool) ([]catalogDoc, []Problem) {
+	docs, tops, problems := decodeDocs[catalogTop](file, all, keep)
 	var out []catalogDoc
 	for i, doc := range docs {
 		t := tops[i]
-		cd := catalogDoc{file: file, doc: doc, spec: CatalogFile{Project: t.Project, Repo: t.Repo, Facts: t.Facts}}
-		for j := range t.Messages {
+		cd := catalogDoc{file: file, doc: doc, spec: CatalogFile{Project: t.Project, Repo: t.Repo, Facts: t.Facts},
+			nodes: make([]ast.Node, len(t.Messages))}
+		for j, n := range t.Messages {
 			var es EntrySpec
-			yp, err := yaml.PathString(fmt.Sprintf("$.messages[%d]", j))
-			if err != nil {
-				continue
+			var err error
+			if _, alias := n.(*ast.AliasNode); n == nil || alias {
+				// A null or an alias: the node at its path, as written.
+				var yp *yaml.Path
+				if yp, err = yaml.PathString(fmt.Sprintf("$.messages[%d]", j)); err != nil {
+					continue
+				}
+				n, err = yp.FilterNode(doc.Body)
 			}
-			n, err := yp.FilterNode(doc.Body)
 			if err == nil && n != nil {
 				err = yaml.NodeToValue(n, &es, yaml.Strict())
 			}
@@ -273,6 +307,7 @@ func parseCatalogDocs(file string, data []byte, keep func(*ast.DocumentNode) boo
 				es = EntrySpec{ID: ""}
 				cd.bad = append(cd.bad, j)
 			}
+			cd.nodes[j] = n
 			cd.spec.Messages = append(cd.spec.Messages, es)
 		}
 		out = append(out, cd)
@@ -292,19 +327,26 @@ func parseCauses(file string, data []byte) ([]causeDoc, []Problem) {
 	return out, problems
 }
 
-// parseRuleFile reads a rule file: its rules, and the catalog documents it
-// may carry.
+// parseRuleFile reads a rule file, parsed once: its rules, and the catalog
+// documents it may carry.
 func parseRuleFile(file string, data []byte) ([]ruleDoc, []catalogDoc, []Problem) {
-	rules, problems := parseRuleDocs(file, data)
-	cats, ps := parseCatalogDocs(file, data, isCatalogDoc)
-	if len(problems) > 0 && len(ps) > 0 && problems[0] == ps[0] {
-		ps = ps[1:] // one syntax error, reported once
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, nil, []Problem{yamlProblem(file, err)}
 	}
+	catalog := make(map[*ast.DocumentNode]bool, len(f.Docs))
+	for _, doc := range f.Docs {
+		if doc.Body != nil {
+			catalog[doc] = isCatalogDoc(doc)
+		}
+	}
+	rules, problems := parseRuleDocs(file, f.Docs, func(doc *ast.DocumentNode) bool { return !catalog[doc] })
+	cats, ps := parseCatalogDocs(file, f.Docs, func(doc *ast.DocumentNode) bool { return catalog[doc] })
 	return rules, cats, append(problems, ps...)
 }
 
-func parseRuleDocs(file string, data []byte) ([]ruleDoc, []Problem) {
-	docs, specs, problems := parseDocsIf[v1Spec](file, data, func(doc *ast.DocumentNode) bool { return !isCatalogDoc(doc) })
+func parseRuleDocs(file string, all []*ast.DocumentNode, keep func(*ast.DocumentNode) bool) ([]ruleDoc, []Problem) {
+	docs, specs, problems := decodeDocs[v1Spec](file, all, keep)
 	out := make([]ruleDoc, 0, len(docs))
 	for i, doc := range docs {
 		line := 1
@@ -443,6 +485,7 @@ func build(layers []*layer, rulesFrom int) (*Pack, []Problem) {
 	}
 	var entries []placed
 	byID := map[string]int{}
+	example, _ := yaml.PathString("$.example")
 	for li, l := range layers {
 		inLayer := map[string]string{}
 		for _, cd := range l.catalog {
@@ -461,8 +504,7 @@ func build(layers []*layer, rulesFrom int) (*Pack, []Problem) {
 					at(cd.file, cd.doc, err)
 				}
 				e.Repo, e.File = cd.spec.Repo, cd.file
-				e.Line, _ = nodePos(cd.doc, base)
-				e.ExampleLine, e.ExampleColumn = nodePos(cd.doc, base+".example")
+				e.Line, e.ExampleLine, e.ExampleColumn = entryPos(cd, i, base, example)
 				if e.ID == "" {
 					continue
 				}
@@ -567,6 +609,33 @@ func matchKey(m Match) string {
 func nodePos(doc *ast.DocumentNode, p string) (int, int) {
 	pr := positioned("", doc, 1, ferr(p, ""))
 	return pr.Line, pr.Column
+}
+
+// entryPos is the line of the i-th entry of a catalog document and the
+// line and column of its example (of the entry where it has none), found
+// from the entry's node: nodePos from the document's root walks its path
+// for each entry.
+func entryPos(cd catalogDoc, i int, base string, example *yaml.Path) (line, exLine, exCol int) {
+	n := cd.nodes[i]
+	if n == nil || example == nil {
+		line, _ = nodePos(cd.doc, base)
+		exLine, exCol = nodePos(cd.doc, base+".example")
+		return line, exLine, exCol
+	}
+	line = 1
+	if tk := n.GetToken(); tk != nil && tk.Position != nil {
+		line = tk.Position.Line
+	}
+	exLine, exCol = line, 1
+	if tk := n.GetToken(); tk != nil && tk.Position != nil {
+		exCol = tk.Position.Column
+	}
+	if x, err := example.FilterNode(n); err == nil && x != nil {
+		if tk := x.GetToken(); tk != nil && tk.Position != nil {
+			exLine, exCol = tk.Position.Line, tk.Position.Column
+		}
+	}
+	return line, exLine, exCol
 }
 
 // loadLayers reads and builds a pack from layers given as file systems.

@@ -64,6 +64,10 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(files) == 0 {
 		return usageError("no readable log files in the input")
 	}
+	// Set before the rules load, as diagnose does: parsing the pack is
+	// garbage too (about 70 MB), collected several times over at the
+	// default GOGC.
+	gctune.BulkLoad(gctune.IndexPercent, gctune.IndexLimit)
 	rules, err := rf.load()
 	if err != nil {
 		return err
@@ -75,7 +79,6 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	closeExtra := sync.OnceValue(extra.Close)
 	defer closeExtra()
-	gctune.BulkLoad(gctune.IndexPercent, gctune.IndexLimit)
 	total := inputBytes(files)
 
 	start := time.Now()
