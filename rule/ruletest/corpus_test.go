@@ -40,7 +40,6 @@ var knownFailures = map[string]string{
 	// Cases 510-524: the held-out Ray/vLLM/deployment batch of issue 21
 	// (collected and categorised before it was diagnosed once).
 	"real/518-ray-driver-in-docker-container-ip-no-local-raylet-registered":      "Ray 1.x's Redis-era wording 'have not registered with Redis, so retrying. Have you run 'ray start' on this node?' is not matched (only the GCS wording is)",
-	"real/520-vllm-0.5-tp2-local-ray-core-worker-register-raylet-no-such-file":   "core_worker.cc 'Failed to register worker ... to Raylet. IOError: [RayletClient] Unable to register worker with raylet' is not a failure signal yet, so the failed launch gets no finding",
 	"real/522-kuberay-kind-apple-m1-head-raylet-not-runnable-driver-retries-gcs": "global_state_accessor's retry warning repeated until the excerpt ends, with the driver on the head (RAY_ADDRESS=127.0.0.1), gets no finding: nothing marks the launch failed",
 }
 
