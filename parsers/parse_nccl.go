@@ -177,11 +177,16 @@ func ncclMessageFields(p *lineParse, msg string) {
 		p.set("env_value", strings.TrimSuffix(msg[i+len(" set by environment to "):], "."))
 		return
 	}
-	// Error propagation chatter: "init.cc:126 -> 5" / ".../socket.cc:49 -> 3 (strerror)"
+	// Error propagation chatter: "init.cc:126 -> 5" / ".../socket.cc:49 -> 3 (strerror)",
+	// from 2.30.7 with the function: "init.cc:126 (initTransportsRank) -> 5".
 	if i := strings.Index(msg, " -> "); i > 0 && p.ev.Component == "" {
-		if _, _, ok := fileLine(msg[:i]); ok {
+		loc := msg[:i]
+		if f := strings.IndexByte(loc, ' '); f > 0 && len(loc) > f+2 && loc[f+1] == '(' && loc[len(loc)-1] == ')' && !strings.ContainsAny(loc[f+2:len(loc)-1], " ()") {
+			loc = loc[:f]
+		}
+		if _, _, ok := fileLine(loc); ok {
 			if code := leadingDigits(msg[i+4:]); code != "" {
-				p.ev.Component = msg[:i]
+				p.ev.Component = loc
 				p.set("nccl_result", code)
 				return
 			}

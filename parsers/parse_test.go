@@ -167,6 +167,8 @@ func TestParseLines(t *testing.T) {
 		{"runs warn", "[2026-11-29 20:00:53] vm:691:691 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found",
 			parseWant{source: "nccl", level: "warning", component: "bootstrap.cc:114", pid: 691, msg: "Bootstrap : no socket interface found", fields: map[string]string{"host": "vm", "cuda_dev": "0"}, time: "2026-11-29T20:00:53Z"}},
 		{"runs result", "vm:691:691 [0] NCCL INFO init.cc:126 -> 5", parseWant{source: "nccl", level: "info", component: "init.cc:126", pid: 691, fields: map[string]string{"nccl_result": "5"}}},
+		// NCCL 2.30.7's INFO_LOC puts the function after the line (src/include/checks.h).
+		{"result with the function (2.30.7)", "node1:2271:2305 [0] NCCL INFO transport/nvls.cc:401 (ncclNvlsSetup) -> 1", parseWant{source: "nccl", level: "info", component: "transport/nvls.cc:401", pid: 2271, fields: map[string]string{"nccl_result": "1", "tid": "2305"}}},
 		{"runs c10 warn", "[W1129 20:00:53.295648442 ProcessGroupNCCL.cpp:1575] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources.",
 			parseWant{source: "torch", level: "warning", component: "ProcessGroupNCCL.cpp:1575", msgPrefix: "Warning: WARNING: destroy_process_group()", time: "2025-11-29T20:00:53Z"}},
 		{"runs c10 store", "[W1129 20:00:53.323226801 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on SocketImpl(fd=52, addr=[localhost]:47346, remote=[localhost]:29510): Failed to recv, got 0 bytes.",

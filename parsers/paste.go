@@ -199,7 +199,7 @@ func squashCuts(text string, buf []int) []int {
 		}
 		// An entry starts here if something was said since the last one:
 		// "(A pid=1) (B pid=2) ERROR 06-09 ..." is one entry's prefixes.
-		if !squashEntryAt(text[i:]) {
+		if !squashEntryAt(text[i:]) && !ncclHeadlessAt(text, i) {
 			continue
 		}
 		if hasPayload(text[last:i]) {
@@ -339,6 +339,55 @@ func squashEntryAt(s string) bool {
 		return strings.HasPrefix(rest, " NCCL ")
 	}
 	return false
+}
+
+// ncclHeadlessAt reports whether text[i:] starts one of NCCL's lines that
+// a paste without the "host:pid:tid [dev]" prefix still marks as NCCL's: a
+// WARN ("transport/nvls.cc:251 NCCL WARN ...", 2.30.7+ with "(function)"
+// after the line) or an error-propagation
+// trace ("init.cc:1138 -> 1", src/include/checks.h). After "NCCL INFO " or
+// a "[0] " the same words are the rest of a prefixed line, not an entry.
+func ncclHeadlessAt(text string, i int) bool {
+	s := text[i:]
+	sp := strings.IndexByte(s, ' ')
+	if sp <= 0 || sp > 96 {
+		return false
+	}
+	file, c := s[:sp], strings.LastIndexByte(s[:sp], ':')
+	if c <= 0 || !allDigits(file[c+1:]) || strings.IndexByte(file[:c], '.') < 0 || strings.ContainsAny(file[:c], ":[]()\"'") {
+		return false
+	}
+	ext := file[strings.LastIndexByte(file[:c], '.')+1 : c]
+	if ext != "cc" && ext != "cu" && ext != "h" && ext != "c" && ext != "cpp" {
+		return false
+	}
+	rest := s[sp:]
+	if strings.HasPrefix(rest, " (") { // 2.30.7+: "file.cc:N (function) NCCL WARN"
+		if e := strings.IndexByte(rest, ')'); e > 2 && e < 80 && !strings.ContainsAny(rest[2:e], " ()") {
+			rest = rest[e+1:]
+		}
+	}
+	switch {
+	case strings.HasPrefix(rest, " NCCL WARN "):
+	case strings.HasPrefix(rest, " -> "):
+		code := rest[4:]
+		if e := strings.IndexByte(code, ' '); e >= 0 {
+			code = code[:e]
+		}
+		if code == "" || !allDigits(code) {
+			return false
+		}
+	default:
+		return false
+	}
+	before := strings.TrimRight(text[:i], " ")
+	if strings.HasSuffix(before, "NCCL INFO") || strings.HasSuffix(before, "NCCL WARN") {
+		return false
+	}
+	if o := strings.LastIndexByte(before, '['); o >= 0 && strings.HasSuffix(before, "]") && allDigits(before[o+1:len(before)-1]) {
+		return false // "host:pid:tid [0] transport/..." is a prefixed WARN
+	}
+	return true
 }
 
 // toolPrefixAt reports whether s starts with a container tool's prefix

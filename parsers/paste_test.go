@@ -177,6 +177,21 @@ func TestPastesReadAsWritten(t *testing.T) {
 		{"squashed excerpt that starts at a frame",
 			"  File \"/app/a.py\", line 55, in __init__     self.e = E.f(args)   File \"/app/b.py\", line 145, in f     e = cls(x)   File \"/app/c.py\", line 38, in validate     raise ValueError(msg) ValueError: The precision of resource node:172.17.0.8 cannot go beyond 0.0001\n",
 			[]string{"  File \"/app/a.py\", line 55, in __init__\n    self.e = E.f(args)\n  File \"/app/b.py\", line 145, in f\n    e = cls(x)\n  File \"/app/c.py\", line 38, in validate\n    raise ValueError(msg)\nValueError: The precision of resource node:172.17.0.8 cannot go beyond 0.0001"}},
+		{"squashed NCCL lines without their host prefix: the WARN and each trace line",
+			"[pie-driver-cuda] fatal: NCCL async error at driver/cuda/src/distributed.cpp:100 (ncclCommInitRankConfig(&comm_, world_size, uid, rank, &config)): unhandled cuda error " +
+				"transport/nvls.cc:251 NCCL WARN Cuda failure 1 'invalid argument' transport/nvls.cc:401 -> 1 init.cc:1138 -> 1 group.cc:75 -> 1 [Async thread]\n",
+			[]string{"[pie-driver-cuda] fatal: NCCL async error at driver/cuda/src/distributed.cpp:100 (ncclCommInitRankConfig(&comm_, world_size, uid, rank, &config)): unhandled cuda error",
+				"transport/nvls.cc:251 NCCL WARN Cuda failure 1 'invalid argument'",
+				"transport/nvls.cc:401 -> 1", "init.cc:1138 -> 1", "group.cc:75 -> 1 [Async thread]"}},
+		{"squashed headless NCCL 2.30.7 WARN lines, with the function after the line",
+			"vm:691:691 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0> and then the paste lost the prefixes of the next lines on the way into the issue " +
+				"transport/nvls.cc:251 (nvlsGroupCreate) NCCL WARN Cuda failure 1 'invalid argument' transport/nvls.cc:401 -> 1 init.cc:1138 -> 1\n",
+			[]string{"vm:691:691 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0> and then the paste lost the prefixes of the next lines on the way into the issue",
+				"transport/nvls.cc:251 (nvlsGroupCreate) NCCL WARN Cuda failure 1 'invalid argument'", "transport/nvls.cc:401 -> 1", "init.cc:1138 -> 1"}},
+		{"squashed NCCL lines with their prefix are cut at the prefix only",
+			"node004:27907:27907 [1] NCCL INFO init.cc:1138 -> 1 node004:27907:27907 [1] transport/nvls.cc:251 NCCL WARN Cuda failure 1 'invalid argument' " +
+				"node004:27907:27907 [1] NCCL INFO transport/nvls.cc:401 -> 1 node004:27907:27907 [1] NCCL INFO group.cc:75 -> 1 [Async thread]\n",
+			[]string{"node004:27907:27907 [1] NCCL INFO init.cc:1138 -> 1", "node004:27907:27907 [1] transport/nvls.cc:251 NCCL WARN Cuda failure 1 'invalid argument'\nnode004:27907:27907 [1] NCCL INFO transport/nvls.cc:401 -> 1\nnode004:27907:27907 [1] NCCL INFO group.cc:75 -> 1 [Async thread]"}},
 		{"colour codes whose ESC was lost are columns of the cut",
 			(raw437)[:80] + "\n" + raw437[80:] + "\n",
 			[]string{strings.Replace(raw437, "[0m", "", 1)}},
@@ -336,6 +351,7 @@ func FuzzSquashCuts(f *testing.F) {
 	f.Add("2024-04-01 10:49:31,995\tINFO a 2024-04-01 10:49:32,995\tINFO b 2024-04-01 10:49:33,995\tINFO c " + strings.Repeat("d", 200))
 	f.Add("x: [2024-02-24 04:37:50,964] [INFO] a x: [2024-02-24 04:37:50,964] [INFO] b x: [2024-02-24 04:37:50,964] [INFO] c x: Traceback (most recent call last):   File \"a\", line 1, in f     g()     ^^^ E: e" + strings.Repeat(" ", 200))
 	f.Add("(A pid=1) (B pid=2) INFO 01-01 00:00:00 [a.py:1] x h:1:2 [0] NCCL INFO y h:1:2 [0] a.cc:1 NCCL WARN z I0101 00:00:00.000 1 a.cc:1] w" + strings.Repeat("q", 200))
+	f.Add("x: unhandled cuda error a/b.cc:1 NCCL WARN c d.cc:2 -> 1 h:1:2 [0] NCCL INFO e.cc:3 -> 1 f.cu:4 -> 2 [Async thread]" + strings.Repeat("q", 200))
 	f.Add("  File \"a.py\", line 1, in f     g()   File \"b.py\", line 2, in g     h()   File \"c.py\", line 3, in h     raise E(x) E: e" + strings.Repeat(" ", 200))
 	f.Add("a | 2024-09-26 06:12:44 | ERROR | stderr | Traceback (most recent call last): web-1  | 2024-09-26 06:12:44 | ERROR | stderr |   File \"x\", line 1, in f [pod/a-0/m] 2026-04-08T22:41:07.123456789Z E: e web_1 | x" + strings.Repeat("q", 200))
 	f.Fuzz(func(t *testing.T, text string) {

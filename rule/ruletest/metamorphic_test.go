@@ -180,9 +180,6 @@ func TestMetamorphicPastes(t *testing.T) {
 // cannot hold (by case, then transform): the paste itself already lost
 // what no splitter can give back. Each says why; keep it short.
 var pasteFragile = map[string]map[string]string{
-	"real/492-pie-nvswitch-pod-no-nvidia-caps-nvls-cuda-invalid-argument": {
-		"squashed onto one line": "the paste's NCCL lines have no host:pid:tid prefix, so squashed nothing marks where its WARN and 'file.cc:N -> N' trace lines start and they stay inside the driver's line (not read yet)",
-	},
 	"real/229-kv-v1-serve-one-request-wrapped-arc": {
 		"squashed onto one line": "the reporter's terminal cut 'KV cach|e is needed' mid-word; squashed, the cut becomes a blank inside the word",
 	},
