@@ -274,7 +274,7 @@ func (n *Node) step(ctx context.Context, own OwnFunc) {
 	// taking partitions before then would index some twice as they move.
 	settling := !seen || time.Since(n.start) < 2*n.tick
 	owners := Assign(n.opts.Partitions, ids)
-	kept := n.keptOwners(ids)
+	kept := n.keptOwners(ids, owners)
 	for p := range n.opts.Partitions {
 		mine := owners[p] == n.opts.Member
 		n.mu.Lock()
@@ -302,7 +302,7 @@ func (n *Node) step(ctx context.Context, own OwnFunc) {
 // Nothing waits on this: what a member gone for good held is taken by
 // its present owner as soon as its lease lapses, only the survivors'
 // rebalancing among themselves comes a TTL later.
-func (n *Node) keptOwners(ids []string) []string {
+func (n *Node) keptOwners(ids, owners []string) []string {
 	now := time.Since(n.start)
 	all := slices.Clone(ids)
 	for id, at := range n.seen {
@@ -319,7 +319,7 @@ func (n *Node) keptOwners(ids []string) []string {
 		}
 	}
 	if len(all) == len(ids) {
-		return Assign(n.opts.Partitions, ids)
+		return owners // nobody missing: the present members' answer
 	}
 	return Assign(n.opts.Partitions, all)
 }
