@@ -40,10 +40,6 @@ var knownFailures = map[string]string{
 	// Cases 510-524: the held-out Ray/vLLM/deployment batch of issue 21
 	// (collected and categorised before it was diagnosed once).
 	"real/522-kuberay-kind-apple-m1-head-raylet-not-runnable-driver-retries-gcs": "the excerpt ends while the driver on the head still retries global_state_accessor's 'have not registered with GCS, so retrying' (the raylet never ran on the M1): healthy drivers print the same retries for a few seconds (524), and no failure follows in the paste, so nothing may say this launch failed",
-	// Cases 550-565: the held-out NCCL/c10d/EFA batch of issue 21's round
-	// (collected and categorised before it was diagnosed once).
-	"real/557-aws-p5-subset-gpus-static-topo-xml-attribute-arch-cpu-not-found": "NCCL's 'Attribute arch of node cpu not found' (graph/xml.h, an XML topology node without an attribute NCCL needs, here aws-ofi-nccl's static p5 file) ends init with graph/topo.cc -> 3, but no catalog entry marks it a failure, so nothing at all is printed",
-	"real/558-lightning-slurm-2-nodes-bootstrap-root-rank-already-checked-in":  "NCCL's bootstrap root WARN 'rank N of M ranks has already checked in' (two processes claim one rank: the launcher's rank assignment) is not in the catalog and marks no failure, so nothing at all is printed",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
