@@ -49,6 +49,9 @@ func (m *matcher) findAll(text string) [][]string {
 // regex at each place one occurs (a match starts at one; the leftmost that
 // matches is the leftmost match, and the next is looked for from its end).
 func (m *matcher) findIn(s string, all [][]string) [][]string {
+	if m.bol != nil {
+		return m.findAtLines(s, all)
+	}
 	if m.led == nil {
 		return append(all, m.re.FindAllStringSubmatch(s, 32)...)
 	}
@@ -77,6 +80,38 @@ func (m *matcher) findIn(s string, all [][]string) [][]string {
 		all = append(all, sm)
 		n++
 		pos = at + loc[1] // past the match: a lead is not empty, neither is a match
+	}
+	return all
+}
+
+// findAtLines is findIn for a regex whose matches start at line starts
+// (see startsAtLine): the anchored regex at each line start from where the
+// last match ended. A match holds a literal, so it is never empty, and
+// the leftmost line start that matches is where the leftmost match is.
+func (m *matcher) findAtLines(s string, all [][]string) [][]string {
+	for pos, n := 0, 0; n < 32 && pos < len(s); {
+		if pos > 0 && s[pos-1] != '\n' {
+			k := strings.IndexByte(s[pos:], '\n')
+			if k < 0 {
+				break
+			}
+			pos += k + 1
+			continue
+		}
+		loc := m.bol.FindStringSubmatchIndex(s[pos:])
+		if loc == nil {
+			pos++
+			continue
+		}
+		sm := make([]string, len(loc)/2)
+		for g := range sm {
+			if loc[2*g] >= 0 {
+				sm[g] = s[pos+loc[2*g] : pos+loc[2*g+1]]
+			}
+		}
+		all = append(all, sm)
+		n++
+		pos += loc[1]
 	}
 	return all
 }
