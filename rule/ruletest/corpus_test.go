@@ -40,6 +40,10 @@ var knownFailures = map[string]string{
 	// Cases 510-524: the held-out Ray/vLLM/deployment batch of issue 21
 	// (collected and categorised before it was diagnosed once).
 	"real/522-kuberay-kind-apple-m1-head-raylet-not-runnable-driver-retries-gcs": "the excerpt ends while the driver on the head still retries global_state_accessor's 'have not registered with GCS, so retrying' (the raylet never ran on the M1): healthy drivers print the same retries for a few seconds (524), and no failure follows in the paste, so nothing may say this launch failed",
+	// Cases 530-540: the held-out Ray/vLLM/deployment batch of issue 21's
+	// next round (collected and categorised before it was diagnosed once).
+	"real/533-vllm-deepseek-r1-tp-vllm-serve-outside-container-register-raylet-eof": "the paste is the driver's one line 'Failed to register worker to Raylet: IOError: [RayletClient] Unable to register worker with raylet. Failed to read data from the socket: End of file' (raylet_client.cc RegisterClient: any I/O error of the request on the raylet's unix socket): the same line follows a raylet that died (fd limit, Slurm CPU limits) or a vLLM upgrade on bare metal, so naming 'vllm serve runs outside the Ray container' (the maintainers' answer in the thread) from it alone would be a guess; the launch gets unexplained-failure",
+	"real/537-vllm-ci-multinode-pp-driver-node-got-no-gpu-bundle":                   "the paste is vLLM's one line 'Ray does not allocate any GPUs on the driver node', which vLLM prints for three readings (VLLM_HOST_IP not the address Ray registered, a CPU-only head running the driver, or Ray placing every bundle off the driver's node, this case): the low-confidence warning names the first two and says the logs cannot tell them apart, and nothing in one line shows the third",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
