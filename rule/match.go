@@ -71,13 +71,7 @@ func (m *matcher) findIn(s string, all [][]string) [][]string {
 			pos = at + 1
 			continue
 		}
-		sm := make([]string, len(loc)/2)
-		for g := range sm {
-			if loc[2*g] >= 0 {
-				sm[g] = s[at+loc[2*g] : at+loc[2*g+1]]
-			}
-		}
-		all = append(all, sm)
+		all = append(all, submatches(s, at, loc))
 		n++
 		pos = at + loc[1] // past the match: a lead is not empty, neither is a match
 	}
@@ -103,17 +97,23 @@ func (m *matcher) findAtLines(s string, all [][]string) [][]string {
 			pos++
 			continue
 		}
-		sm := make([]string, len(loc)/2)
-		for g := range sm {
-			if loc[2*g] >= 0 {
-				sm[g] = s[pos+loc[2*g] : pos+loc[2*g+1]]
-			}
-		}
-		all = append(all, sm)
+		all = append(all, submatches(s, pos, loc))
 		n++
 		pos += loc[1]
 	}
 	return all
+}
+
+// submatches is FindStringSubmatch's answer from the index pairs loc of a
+// match in s[at:].
+func submatches(s string, at int, loc []int) []string {
+	sm := make([]string, len(loc)/2)
+	for g := range sm {
+		if loc[2*g] >= 0 {
+			sm[g] = s[at+loc[2*g] : at+loc[2*g+1]]
+		}
+	}
+	return sm
 }
 
 func (m *matcher) lineHasLiteral(line string) bool {
