@@ -55,7 +55,7 @@ type diagnoser struct {
 
 func newDiagnoser(t *testing.T) *diagnoser {
 	t.Helper()
-	rs, err := rule.LoadBuiltin()
+	rs, err := builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
