@@ -19,6 +19,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	bindex "github.com/blevesearch/bleve_index_api"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
+	zapx "github.com/blevesearch/zapx/v17"
 )
 
 // shard is one Bleve index of block documents, its chunk store and its
@@ -110,6 +111,16 @@ const (
 )
 
 func init() {
+	// zap sizes a new segment's buffer as the last segment's bytes per
+	// document times (documents + 100): made for a document per record, it
+	// is 21 times too much for the few group documents of a batch (5 in a
+	// batch of ingest: buffers of 15 MB for segments of 710 kB, held until
+	// the segment is persisted, 144 MB of the 800 MB that ingest of 200k
+	// lines allocates, zeroed and faulted in). The last segment's size per
+	// document, with room to grow by a quarter, is what a batch of groups
+	// needs.
+	zapx.NewSegmentBufferNumResultsBump = 0
+	zapx.NewSegmentBufferNumResultsFactor = 1.25
 	if len(termFields) != nTermFields {
 		panic("index: nTermFields is not len(termFields)")
 	}
