@@ -459,7 +459,7 @@ func (x *Index) addHit(h Hit, fileID string) error {
 	}
 	x.addMu.Unlock()
 	select {
-	case s.in <- shardOp{hit: &h, key: key, replaces: replaces}:
+	case s.in <- shardOp{hit: h, key: key, replaces: replaces}:
 		x.added.Add(1)
 		return nil
 	case <-s.done:
