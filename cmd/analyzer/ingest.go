@@ -130,16 +130,16 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		bar.done()
 		return err
 	}
+	// Everything is searchable now: the count is the index's (opening it
+	// again read-only to count read every block header of the index once
+	// more, 0.7% of the CPU of ingesting 200k lines into an empty one).
+	docs := st.Records
+	if n, err := idx.DocCount(); err == nil {
+		docs = int64(n)
+	}
 	bar.done()
 	if err := idx.Close(); err != nil { // durable before the summary claims it
 		return err
-	}
-	docs := st.Records
-	if x, err := index.Open(*dataDir, index.Options{ReadOnly: true}); err == nil {
-		if n, err := x.DocCount(); err == nil {
-			docs = int64(n)
-		}
-		x.Close()
 	}
 	el := time.Since(start)
 	fmt.Fprintf(stdout, "Ingested %d files (%.1f MB), %d lines, %d records in %.1fs (%.0f records/s) into %s\n",

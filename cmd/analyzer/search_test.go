@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/finding"
+	"github.com/faultline/faultline/index"
 )
 
 func runCmd(t *testing.T, args ...string) (string, string, int) {
@@ -34,6 +36,16 @@ func TestIngestTwiceThenSearch(t *testing.T) {
 		m := regexp.MustCompile(`Index holds (\d+) events; (\d+) finding`).FindStringSubmatch(out)
 		if m == nil || m[1] == "0" || m[2] == "0" {
 			t.Fatalf("ingest summary: %q", out)
+		}
+		// The summary's count is the index's, as it reads once reopened.
+		x, err := index.Open(dir, index.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := x.DocCount()
+		x.Close()
+		if err != nil || strconv.FormatUint(n, 10) != m[1] {
+			t.Errorf("ingest %d says %s events; the index reopened holds %d (%v)", i+1, m[1], n, err)
 		}
 		if i == 0 {
 			first = m[0]
