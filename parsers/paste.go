@@ -24,6 +24,10 @@ import (
 //     the kubelet's output format), then a blank. A writer's own times are
 //     never written with exactly nine fraction digits by the programs we
 //     read, so a line of theirs keeps its time in its text;
+//   - Open MPI's `mpirun --tag-output` (and --output tag): "[1,0]<stdout>:"
+//     ("[jobid,rank]<stream>:" with no blank after it; Open MPI's
+//     orte_iof_base_write_output in orte/mca/iof/base/iof_base_output.c,
+//     PRRTE's prte_iof_base_write_output in Open MPI 5), see mpirunTagLen;
 //   - a Markdown quote ("> ", see quotePrefixLen), outside any other;
 //   - a logger that re-logs a process's own stdout/stderr line by line
 //     ("2024-09-26 06:12:44 | ERROR | stderr | ", FastChat's and its forks'
@@ -62,7 +66,9 @@ func splitPastePrefixes(s string) (string, time.Time, int) {
 				k = composePrefixLen(s)
 			}
 		case c == '[':
-			k = kubectlPrefixLen(s)
+			if k = kubectlPrefixLen(s); k == 0 {
+				k = mpirunTagLen(s)
+			}
 		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
 			k = composePrefixLen(s)
 		}
@@ -167,6 +173,34 @@ func kubectlPrefixLen(s string) int {
 			return i + 2
 		case !composeNameByte(c):
 			return 0
+		}
+	}
+	return 0
+}
+
+// mpirunTagLen is the length of Open MPI's --tag-output tag at the start of
+// s ("[1,0]<stdout>:", "[12,3]<stderr>:", "[1,0]<stddiag>:": the job's local
+// id, the process's rank, its stream, then the line itself without a
+// blank), or 0. Without it an NCCL line's "host:pid:tid" reads as the host
+// "[1,0]<stdout>", one host per rank.
+func mpirunTagLen(s string) int {
+	i := 1
+	for i < len(s) && i < 12 && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 1 || i >= len(s) || s[i] != ',' {
+		return 0
+	}
+	j := i + 1
+	for j < len(s) && j < i+12 && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	if j == i+1 {
+		return 0
+	}
+	for _, tag := range [...]string{"]<stdout>:", "]<stderr>:", "]<stddiag>:"} {
+		if strings.HasPrefix(s[j:], tag) {
+			return j + len(tag)
 		}
 	}
 	return 0
@@ -392,8 +426,8 @@ func ncclHeadlessAt(text string, i int) bool {
 
 // toolPrefixAt reports whether s starts with a container tool's prefix
 // that nothing but a tool writes (see splitPastePrefixes): a timestamp
-// with nine fraction digits, a kubectl or a stream logger's prefix, or a
-// compose prefix whose name ends in the container's index ("web-1  | ",
+// with nine fraction digits, a kubectl, mpirun --tag-output or stream
+// logger's prefix, or a compose prefix whose name ends in the container's index ("web-1  | ",
 // "proj_web_1 | "; a table's "name | " does not).
 func toolPrefixAt(s string) bool {
 	if len(s) < 8 {
@@ -407,7 +441,7 @@ func toolPrefixAt(s string) bool {
 		_, k := streamLoggerPrefixLen(s)
 		return k > 0
 	case c == '[':
-		return kubectlPrefixLen(s) > 0
+		return kubectlPrefixLen(s) > 0 || mpirunTagLen(s) > 0
 	case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
 		k := composePrefixLen(s)
 		if k == 0 {

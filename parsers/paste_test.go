@@ -33,6 +33,15 @@ func TestSplitPastePrefixes(t *testing.T) {
 		{"> ", "", time.Time{}},
 		{">>> import torch", ">>> import torch", time.Time{}},
 		{">x", ">x", time.Time{}},
+		// Open MPI's --tag-output: framing, so an NCCL line's host is its own.
+		{"[1,0]<stdout>:5873af64cf59:10158:10560 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>", "5873af64cf59:10158:10560 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>", time.Time{}},
+		{"[12,31]<stderr>:Traceback (most recent call last):", "Traceback (most recent call last):", time.Time{}},
+		{"[1,1]<stdout>:", "", time.Time{}},
+		{"[1,0]<stddiag>:x", "x", time.Time{}},
+		{"[1,0]<stdin>:x", "[1,0]<stdin>:x", time.Time{}},
+		{"[1,]<stdout>:x", "[1,]<stdout>:x", time.Time{}},
+		{"[a,0]<stdout>:x", "[a,0]<stdout>:x", time.Time{}},
+		{"[1,0] <stdout>:x", "[1,0] <stdout>:x", time.Time{}},
 		// A writer's own texts stay whole.
 		{"2026-04-08T22:41:07.123Z INFO own time", "2026-04-08T22:41:07.123Z INFO own time", time.Time{}},
 		{"2026-04-08T22:41:07.123456Z INFO own time", "2026-04-08T22:41:07.123456Z INFO own time", time.Time{}},
@@ -192,6 +201,14 @@ func TestPastesReadAsWritten(t *testing.T) {
 			"node004:27907:27907 [1] NCCL INFO init.cc:1138 -> 1 node004:27907:27907 [1] transport/nvls.cc:251 NCCL WARN Cuda failure 1 'invalid argument' " +
 				"node004:27907:27907 [1] NCCL INFO transport/nvls.cc:401 -> 1 node004:27907:27907 [1] NCCL INFO group.cc:75 -> 1 [Async thread]\n",
 			[]string{"node004:27907:27907 [1] NCCL INFO init.cc:1138 -> 1", "node004:27907:27907 [1] transport/nvls.cc:251 NCCL WARN Cuda failure 1 'invalid argument'\nnode004:27907:27907 [1] NCCL INFO transport/nvls.cc:401 -> 1\nnode004:27907:27907 [1] NCCL INFO group.cc:75 -> 1 [Async thread]"}},
+		{"mpirun --tag-output: the tag is framing",
+			"[1,0]<stdout>:c1:10158:10560 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>\n[1,1]<stdout>:\n[1,1]<stderr>:c1:10159:10559 [1] NCCL INFO NET/IB : No device found.\n",
+			[]string{"c1:10158:10560 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>", "c1:10159:10559 [1] NCCL INFO NET/IB : No device found."}},
+		{"squashed mpirun --tag-output lines are cut at each tag",
+			"[1,0]<stdout>:c1:10158:10560 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0> [1,0]<stdout>:NCCL version 2.5.6+cuda10.2 " +
+				"[1,3]<stdout>:c1:10161:10551 [3] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0> [1,2]<stdout>:c1:10160:10557 [2] NCCL INFO NET/IB : No device found.\n",
+			[]string{"c1:10158:10560 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>", "NCCL version 2.5.6+cuda10.2",
+				"c1:10161:10551 [3] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>", "c1:10160:10557 [2] NCCL INFO NET/IB : No device found."}},
 		{"colour codes whose ESC was lost are columns of the cut",
 			(raw437)[:80] + "\n" + raw437[80:] + "\n",
 			[]string{strings.Replace(raw437, "[0m", "", 1)}},
@@ -328,7 +345,7 @@ func TestPasteSameLiveAndOffline(t *testing.T) {
 func FuzzSplitPastePrefixes(f *testing.F) {
 	for _, s := range []string{"worker-1  | x", "[pod/a-0/main] 2026-04-08T22:41:07.123456789Z x",
 		"2026-04-09T00:41:07.123456789+02:00 x", "a_1 | b_1 | c_1 | d_1 | x", "INFO | x", "[pod/a/b]x", "0000-00-00T00:00:00.000000000Z ",
-		"2026-02-30T00:00:00.000000000Z x", "x |", " | x"} {
+		"2026-02-30T00:00:00.000000000Z x", "x |", " | x", "[1,0]<stdout>:h:1:2 [0] NCCL INFO x", "[1,0]<stdout>:[1,1]<stderr>:x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
