@@ -22,6 +22,10 @@ func holdIndex(t *testing.T, dataDir string) {
 	t.Cleanup(func() { x.Close() })
 }
 
+// lockWait is how long opening an index waits for a lock another process
+// holds (index's bolt_timeout).
+const lockWait = 3 * time.Second
+
 // runTimed runs the analyzer in-process with ctx and returns its stderr,
 // exit code and how long it took; it fails the test if it takes longer
 // than limit.
@@ -68,6 +72,13 @@ func TestIngestOnAHeldIndexFails(t *testing.T) {
 	// lock: ingest stops long before the lock wait would time out.
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
+	// openIndex leaves the interrupted open to end by itself (the lock wait
+	// cannot be cut short): hold the lock until it has timed out, or the
+	// index opens when holdIndex's cleanup closes it and writes into the
+	// directory while TempDir removes it (seen once in CI: "unlinkat ...
+	// directory not empty").
+	interrupted := time.Now()
+	t.Cleanup(func() { time.Sleep(time.Until(interrupted.Add(lockWait + time.Second))) })
 	msg, code, took := runTimed(t, ctx, 20*time.Second, "ingest", "-q", "--data-dir", dir, input)
 	if code == 0 || took > 2*time.Second {
 		t.Fatalf("interrupted ingest: exit %d after %v, want a failure within 2s: %s", code, took, msg)
