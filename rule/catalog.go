@@ -297,9 +297,12 @@ func (o *factOut) compile(src string, m *matcher, path string) error {
 	return nil
 }
 
-// compileExpr compiles an expression over the regex's named groups.
+// compileExpr compiles an expression over the regex's named groups and
+// fields, the event's source-specific parsed fields (NCCL's host, ...;
+// a key the event lacks reads as nil): a value that ties the message to
+// where it was printed ("host + busId").
 func (m *matcher) compileExpr(src string) (*vm.Program, error) {
-	env := map[string]any{}
+	env := map[string]any{exprFields: map[string]string{}}
 	for _, g := range m.groups {
 		if g != "" {
 			env[g] = ""

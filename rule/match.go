@@ -367,9 +367,15 @@ func (m *matcher) find(ev *parsers.Event, text string) (string, [][]string) {
 	return "", m.findAll(text)
 }
 
-// runValue computes a value expression over a match's named groups; false
-// when it fails.
-func runValue(p *vm.Program, groups []string, sm []string, sc *extractScratch) (string, bool) {
+// exprFields names the event's parsed fields in a value expression; a named
+// group of that name hides them.
+const exprFields = "fields"
+
+var noFields = map[string]string{}
+
+// runValue computes a value expression over a match's named groups and the
+// event's fields; false when it fails.
+func runValue(p *vm.Program, groups []string, sm []string, fields map[string]string, sc *extractScratch) (string, bool) {
 	var env map[string]any
 	if sc != nil {
 		if sc.env == nil {
@@ -380,6 +386,10 @@ func runValue(p *vm.Program, groups []string, sm []string, sc *extractScratch) (
 	} else {
 		env = make(map[string]any, len(groups))
 	}
+	if fields == nil {
+		fields = noFields
+	}
+	env[exprFields] = fields
 	for i, g := range groups {
 		if g != "" {
 			env[g] = sm[i]
@@ -461,7 +471,7 @@ func (e *Entry) extract(ev *parsers.Event, text string, sc *extractScratch) ([][
 			v := ""
 			if o.expr != nil {
 				var ok bool
-				if v, ok = runValue(o.expr, e.m.groups, sm, sc); !ok {
+				if v, ok = runValue(o.expr, e.m.groups, sm, ev.Fields, sc); !ok {
 					continue
 				}
 			} else {
