@@ -281,6 +281,19 @@ func TestBuiltinLauncherFailureSignals(t *testing.T) {
 		{"[job-3bb8-worker-0:4682 :0:4682] Caught signal 11 (Segmentation fa", true},
 		{"docker: Error response from daemon: could not select device driver \"\" with capabilities: [[gpu]].", true},
 		{"exec /usr/bin/python3: exec format error", true},
+		// Hugging Face TGI's launcher: a shard that exited, failed to start or
+		// crashed, the router that crashed, and main's error at exit.
+		{"2024-05-02T10:11:21.533307Z ERROR shard-manager: text_generation_launcher: Shard complete standard error output:", true},
+		{"2024-05-02T10:11:21.631027Z ERROR text_generation_launcher: Shard 1 failed to start", true},
+		{"2024-05-02T10:41:21.631027Z ERROR text_generation_launcher: Shard 0 crashed", true},
+		{"2024-05-02T10:41:21.631027Z ERROR text_generation_launcher: Webserver Crashed", true},
+		{"Error: ShardCannotStart", true},
+		{"Error: DownloadError", true},
+		{"Error: NotEnoughCUDADevices(\"`sharded` is true but only found 1 CUDA devices\")", true},
+		{"2024-05-02T10:11:40.533307Z  INFO shard-manager: text_generation_launcher: Shard ready in 34.61s rank=0", false},
+		{"2024-05-02T10:11:15.931215Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=0", false},
+		{"Error: ShardCannotStartle", false},
+		{"Service failed to start", false},
 		// NIXL's lower-case exception classes.
 		{"nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND", true},
 		{"rixl._bindings.nixlBackendError: NIXL_ERR_BACKEND", true},
