@@ -180,11 +180,11 @@ func classify(p *lineParse, s string, prefixes []Prefix) {
 		}
 	case c >= '0' && c <= '9':
 		// A Ray Python log line, or an NCCL line whose host is a container ID.
-		if parseRayPython(p, s) || parseNCCL(p, s) {
+		if parseRayPython(p, s) || parseTracing(p, s) || parseNCCL(p, s) {
 			return
 		}
-	case c == 'D' || c == 'I' || c == 'W' || c == 'E' || c == 'C':
-		if parseVLLM(p, s) || parseUvicorn(p, s) {
+	case c == 'D' || c == 'I' || c == 'W' || c == 'E' || c == 'C' || c == 'T':
+		if parseVLLM(p, s) || parseUvicorn(p, s) || parseTracingBare(p, s) {
 			return
 		}
 	}

@@ -17,6 +17,8 @@ func FuzzParse(f *testing.F) {
 		"h:1:2 [0] x.cc:1 (f NCCL WARN", "Traceback (most recent call last):\n  File \"x\"\nE",
 		"[2026-11-29 20:00:53] NCCL WARN", "======== Autoscaler status: 2025", "a.py:1: UserWarning",
 		"(VllmWorker rank=0 pid=1) ERROR 05-17 01:58:02 [a.py:1] x\n(VllmWorker rank=0 pid=1) ERROR 05-17 01:58:02 [a.py:1] y",
+		"2024-05-02T10:11:05.922016Z  INFO shard-manager: text_generation_launcher: Starting shard rank=0",
+		"2025-05-27T10:39:56.402+02:00  WARN a{b=c}:d: e::f: x.rs:1: m", "ERROR a::b: ", "TRACE x_y: {", "2024-05-02T10:11:05Z",
 	} {
 		f.Add(s)
 	}

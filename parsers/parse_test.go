@@ -85,6 +85,23 @@ func TestParseLines(t *testing.T) {
 			parseWant{source: "nccl", level: "info", component: "include/shm.h:41", pid: 41588, fields: map[string]string{"nccl_result": "2"}}},
 		{"03 nccl shm warn", "7635c25c81cd:41588:41837 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-recv-6c6b02bad5bfc129-0-1-0 (size 9637888)",
 			parseWant{source: "nccl", level: "warning", component: "include/shm.h:48", pid: 41588, msgPrefix: "Error while creating shared memory segment", fields: map[string]string{"cuda_dev": "0"}}},
+		// Rust's tracing-subscriber (TGI, Dynamo; docs/log-formats.md §6.1): time in
+		// RFC 3339 with a zone, the level in five columns, spans and target.
+		{"tracing tgi launcher", "2024-05-02T10:11:21.631027Z ERROR text_generation_launcher: Shard 1 failed to start",
+			parseWant{source: "other", level: "error", component: "text_generation_launcher", msg: "Shard 1 failed to start", time: "2024-05-02T10:11:21.631027Z"}},
+		{"tracing span and target", "2024-05-02T10:11:05.922016Z  INFO shard-manager: text_generation_launcher: Starting shard rank=0",
+			parseWant{source: "other", level: "info", component: "text_generation_launcher", msg: "Starting shard rank=0", time: "2024-05-02T10:11:05.922016Z"}},
+		{"tracing span fields and file:line", "2024-09-25T15:04:34.598137Z ERROR warmup{max_input_length=500 max_prefill_tokens=550 max_batch_size=None}:warmup: text_generation_client: router/client/src/lib.rs:46: Server error: CANCELLED",
+			parseWant{source: "other", level: "error", component: "text_generation_client", msg: "Server error: CANCELLED", time: "2024-09-25T15:04:34.598137Z"}},
+		{"tracing offset", "2025-05-27T10:39:56.402+02:00  WARN dynamo_runtime::component: no instances yet",
+			parseWant{source: "other", level: "warning", component: "dynamo_runtime::component", msg: "no instances yet", time: "2025-05-27T08:39:56.402Z"}},
+		{"tracing message starting with a word and a colon", "2024-05-02T10:11:21.631027Z ERROR text_generation_router: Error: Connection refused",
+			parseWant{source: "other", level: "error", component: "text_generation_router", msg: "Error: Connection refused", time: "2024-05-02T10:11:21.631027Z"}},
+		{"tracing without time", "ERROR dynamo_runtime::worker: Application shutdown with error: Failed to connect to etcd server",
+			parseWant{source: "other", level: "error", component: "dynamo_runtime::worker", msg: "Application shutdown with error: Failed to connect to etcd server", time: "zero"}},
+		{"not tracing: a bare level and an English word", "ERROR Something: went wrong", parseWant{source: "other", msg: "ERROR Something: went wrong", time: "zero"}},
+		{"not tracing: an RFC 3339 time without a zone", "2024-05-02T10:11:21.631027 ERROR text_generation_launcher: Shard 1 failed to start",
+			parseWant{source: "other", msg: "2024-05-02T10:11:21.631027 ERROR text_generation_launcher: Shard 1 failed to start", time: "zero"}},
 		// corpus real/08: a bare exception line.
 		{"08 version mismatch", "RuntimeError: Version mismatch: The cluster was started with:",
 			parseWant{source: "python", level: "error", msg: "RuntimeError: Version mismatch: The cluster was started with:", fields: map[string]string{"exc_type": "RuntimeError", "exc_message": "Version mismatch: The cluster was started with:"}}},

@@ -46,8 +46,12 @@ func num2(s string, i int) int { return int(s[i]-'0')*10 + int(s[i+1]-'0') }
 
 // parseDateTime parses "YYYY-MM-DD HH:MM:SS" at the start of s (19 bytes).
 // Line times carry no zone; they are taken as UTC, like container times.
-func parseDateTime(s string) (time.Time, bool) {
-	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':' ||
+func parseDateTime(s string) (time.Time, bool) { return parseDateTimeSep(s, ' ') }
+
+// parseDateTimeSep is parseDateTime with sep between the date and the time
+// (RFC 3339's 'T').
+func parseDateTimeSep(s string, sep byte) (time.Time, bool) {
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != sep || s[13] != ':' || s[16] != ':' ||
 		!digitsAt(s, 0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18) {
 		return time.Time{}, false
 	}
@@ -61,8 +65,12 @@ func parseDateTime(s string) (time.Time, bool) {
 
 // parseDateTimeFrac parses "YYYY-MM-DD HH:MM:SS" followed by ",mmm" or
 // ".ffffff" and returns the time and the bytes consumed.
-func parseDateTimeFrac(s string) (time.Time, int, bool) {
-	t, ok := parseDateTime(s)
+func parseDateTimeFrac(s string) (time.Time, int, bool) { return parseDateTimeFracSep(s, ' ') }
+
+// parseDateTimeFracSep is parseDateTimeFrac with sep between the date and
+// the time.
+func parseDateTimeFracSep(s string, sep byte) (time.Time, int, bool) {
+	t, ok := parseDateTimeSep(s, sep)
 	if !ok {
 		return t, 0, false
 	}
