@@ -59,6 +59,10 @@ var knownFailures = map[string]string{
 	// Cases 660-669: the held-out Ray RLHF/KubeRay batch of issue 21
 	// (collected and categorised before it was diagnosed once).
 	"real/660-verl-2node-driver-local-ray-16-of-32-gpus": "the paste is verl's ResourcePoolManager._check_resource_available traceback, 'Total available GPUs 16.0 is less than total desired GPUs 32' (the free GPUs of the Ray instance the trainer's ray.init joined against trainer.nnodes x n_gpus_per_node): worker nodes that never joined and a trainer that started its own Ray (this case, fixed with ray.init(address=\"auto\")) print the same line, and nothing in the paste shows which Ray the trainer joined, so the first finding is ray-insufficient-gpus (medium) with ray-driver-not-in-cluster as its ranked alternative and the `ray status` test that tells them apart; naming the driver first would be a guess",
+	// Cases 670-679: the held-out NCCL-across-nodes batch of issue 21
+	// (nccl-tests, RoCE, EFA, pyxis/Singularity; collected and categorised
+	// before it was diagnosed once).
+	"real/673-nccl-tests-singularity-no-userspace-verbs-driver-internal-error": "the paste is libibverbs' 'no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbs0' (libibverbs/init.c: a uverbs device no provider library claimed, so ibv_get_device_list leaves it out) and nccl-tests' 'Test NCCL failure common.cu:775 internal error' on a single host (4 GPUs of ip-0AB85F07): without the HCA NCCL falls back to P2P/SHM and sockets, which a one-node run does not need, and the maintainer who named the missing libmlx5 was still asking why that should end in an internal error; naming nccl-ib-unavailable would be a guess, so the launch gets unexplained-failure with nccl-ib-unavailable (the no_ib line) as its closest cause",
 }
 
 // nccl-runs holds raw two-rank NCCL runs without case.json.
