@@ -107,11 +107,12 @@ var pasteTransforms = func() []pasteTransform {
 			// cases with the batches 350-425 (healthy nccl-tests runs among
 			// them), 60-61% before; 57.3% before the batch 640-647, 57.0%
 			// with it (a report that strips c10d's prefixes from ten identical
-			// lines, TorchX's "ray/0 " before Ray's process prefix); 56.8%
-			// before the batch 670-679, 56.0% with it (two healthy runs that
-			// are nccl-tests result tables only, nvidia-smi's banner, an EFA
-			// package list, nccl-tests' " .. host pid N: Test failure" traces).
-		}, 0.555},
+			// lines, TorchX's "ray/0 " before Ray's process prefix); 56.2%
+			// before the batch 670-679 (with 690-709), 55.4% with it (two
+			// healthy runs that are nccl-tests result tables only,
+			// nvidia-smi's banner, an EFA package list, nccl-tests'
+			// " .. host pid N: Test failure" traces).
+		}, 0.55},
 		pasteTransform{"Markdown quote", func(_ string, ls []pastedLine) []byte {
 			return eachPasted(ls, func(l pastedLine) string {
 				if l.text == "" {
