@@ -82,7 +82,12 @@ func redacted(s string) bool {
 
 // ifaceUnroutable reports whether an interface that NCCL or Gloo picked can
 // only be reached from its own host: loopback, link-local, Docker's default
-// bridge (docker0, 172.17.0.0/16) or another virtual bridge.
+// bridge (docker0, 172.17.0.0/16) or another virtual bridge. The gateway
+// address of a user-defined Docker network is one too: dockerd's default
+// address pools are 172.17.0.0/16 to 172.31.0.0/16 (moby
+// libnetwork/ipamutils, then 192.168.0.0/16 in /20s, left out: home LANs use
+// those), and the host side of the bridge br-<id> holds the first address,
+// 172.N.0.1 (gpustack/gpustack#2275: a peer that advertised 172.21.0.1).
 func ifaceUnroutable(name, addr string) bool {
 	for _, p := range []string{"lo", "docker", "virbr", "br-", "veth", "cni", "flannel.1"} {
 		if name == "lo" || (p != "lo" && strings.HasPrefix(name, p)) {
@@ -94,6 +99,11 @@ func ifaceUnroutable(name, addr string) bool {
 		return false
 	}
 	a = a.Unmap()
+	if a.Is4() {
+		if b := a.As4(); b[0] == 172 && b[1] >= 18 && b[1] <= 31 && b[2] == 0 && b[3] == 1 {
+			return true
+		}
+	}
 	return a.IsLoopback() || a.IsLinkLocalUnicast() || ipIn(addr, "172.17.0.0/16")
 }
 

@@ -30,6 +30,9 @@ func TestExprFuncs(t *testing.T) {
 		{"link-local", ifaceUnroutable("eth1", "169.254.3.1"), true},
 		{"bridge address on eth0 (container without host network)", ifaceUnroutable("eth0", "172.17.0.3"), true},
 		{"a cluster NIC", ifaceUnroutable("enp1s0f1np1", "192.168.200.12"), false},
+		{"a user-defined Docker bridge's gateway", ifaceUnroutable("", "172.21.0.1"), true},
+		{"a host of a 172.21.0.0/16 cluster network", ifaceUnroutable("", "172.21.0.7"), false},
+		{"a 172.16.0.0/12 address outside Docker's pools", ifaceUnroutable("", "172.16.0.1"), false},
 		{"a name starting with lo is not lo", ifaceUnroutable("lowpan0", "10.0.0.1"), false},
 	}
 	for _, tt := range tests {
