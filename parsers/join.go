@@ -341,7 +341,7 @@ func (j *Joiner) add(st *streamLast, l Line) {
 	}
 	hdr := ""
 	if !blank {
-		hdr = vllmLogHeader(rest)
+		hdr = repeatedHeader(rest)
 	}
 	if p.active {
 		if j.fits(p, l) && p.continues(rest, hdr, blank) {
@@ -1501,6 +1501,41 @@ func ncclReturnTrace(s string) bool {
 		code = code[:sp]
 	}
 	return allDigits(code)
+}
+
+// repeatedHeader returns the header that a formatter repeats on every line
+// of one multi-line message, or "": vLLM's (vllmLogHeader), or the
+// "[YYYY-MM-DD HH:MM:SS] ERROR: " that SGLang's logger puts in front of each
+// line of a traceback (the tag form "[... TP0] ERROR: " too). Only ERROR and
+// CRITICAL: tracebacks are logged at those levels, and two INFO lines of one
+// second are two messages.
+func repeatedHeader(s string) string {
+	if h := vllmLogHeader(s); h != "" {
+		return h
+	}
+	return bracketErrorHeader(s)
+}
+
+// bracketErrorHeader returns the "[date time( tag)] ERROR: " (or CRITICAL)
+// that starts s, or "".
+func bracketErrorHeader(s string) string {
+	if len(s) < 29 || s[0] != '[' {
+		return ""
+	}
+	if _, ok := parseDateTime(s[1:]); !ok {
+		return ""
+	}
+	end := strings.IndexByte(s[20:min(len(s), 64)], ']')
+	if end < 0 || (end > 0 && s[20] != ' ') {
+		return ""
+	}
+	n := 20 + end + 1
+	for _, lv := range [...]string{" ERROR: ", " CRITICAL: "} {
+		if strings.HasPrefix(s[n:], lv) {
+			return s[:n+len(lv)]
+		}
+	}
+	return ""
 }
 
 // vllmLogHeader returns the "LEVEL MM-DD HH:MM:SS [file:line] " header of a

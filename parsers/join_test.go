@@ -374,6 +374,10 @@ func TestJoinerContinuations(t *testing.T) {
 		{"traceback then traceback", "Traceback (most recent call last):\n  File \"a\"\nE: 1\nTraceback (most recent call last):\n  File \"b\"\nE: 2\n", []int{3, 3}},
 		{"nccl trace needs the warn", "h:1:1 [0] NCCL INFO x\nh:1:1 [0] NCCL INFO init.cc:1 -> 5\n", []int{1, 1}},
 		{"frames alone", "Exception raised from f at a.cpp:1 (most recent call first):\nframe #0: x\nframe #1: y\nnext\n", []int{3, 1}},
+		{"sglang traceback with the header on every line", "[2026-02-26 15:56:59] ERROR: Traceback (most recent call last):\n[2026-02-26 15:56:59] ERROR:   File \"a\", line 1\n[2026-02-26 15:56:59] ERROR: KeyError: 'x'\n[2026-02-26 15:56:59] ERROR: \n[2026-02-26 15:57:00] next\n", []int{4, 1}},
+		{"sglang tagged header", "[2026-02-26 15:56:59 TP0] ERROR: Traceback (most recent call last):\n[2026-02-26 15:56:59 TP0] ERROR:   File \"a\", line 1\n[2026-02-26 15:56:59 TP1] ERROR: other rank\n", []int{2, 1}},
+		{"sglang errors of two seconds", "[2026-02-26 15:56:59] ERROR: one\n[2026-02-26 15:57:00] ERROR: two\n", []int{1, 1}},
+		{"sglang info lines of one second", "[2026-02-26 15:56:59] INFO:     Started server process [1]\n[2026-02-26 15:56:59] INFO:     Waiting for application startup.\n", []int{1, 1}},
 		{"doubled prefix", "(W pid=5) (W pid=5) INFO 01-01 00:00:00 [a.py:1] x\n(W pid=5)   indented\n", []int{2}},
 	}
 	for _, tt := range tests {

@@ -102,6 +102,9 @@ func TestParseLines(t *testing.T) {
 		{"not tracing: a bare level and an English word", "ERROR Something: went wrong", parseWant{source: "other", msg: "ERROR Something: went wrong", time: "zero"}},
 		{"not tracing: an RFC 3339 time without a zone", "2024-05-02T10:11:21.631027 ERROR text_generation_launcher: Shard 1 failed to start",
 			parseWant{source: "other", msg: "2024-05-02T10:11:21.631027 ERROR text_generation_launcher: Shard 1 failed to start", time: "zero"}},
+		// SGLang's logger with a level after the bracket (held-out real/700).
+		{"sglang error header", "[2026-02-26 15:56:59] ERROR: KeyError: 'glm_moe_dsa'",
+			parseWant{source: "python", level: "error", msg: "KeyError: 'glm_moe_dsa'", fields: map[string]string{"exc_type": "KeyError"}, time: "2026-02-26T15:56:59Z"}},
 		// corpus real/08: a bare exception line.
 		{"08 version mismatch", "RuntimeError: Version mismatch: The cluster was started with:",
 			parseWant{source: "python", level: "error", msg: "RuntimeError: Version mismatch: The cluster was started with:", fields: map[string]string{"exc_type": "RuntimeError", "exc_message": "Version mismatch: The cluster was started with:"}}},

@@ -116,6 +116,16 @@ func parseSGLang(p *lineParse, s string) bool {
 	if len(rest) > 0 && rest[0] == ' ' {
 		rest = rest[1:]
 	}
+	// A traceback logged through it carries "ERROR: " after the bracket on
+	// every line (the Joiner keeps such lines in one record: repeatedHeader).
+	for _, lv := range [...]string{"ERROR: ", "CRITICAL: "} {
+		if strings.HasPrefix(rest, lv) {
+			p.ev.Level = normLevel(lv[:len(lv)-2])
+			p.hasHeader = true
+			rest = rest[len(lv):]
+			break
+		}
+	}
 	p.fullTime = t
 	p.msg = rest
 	if tag != "" {
