@@ -111,8 +111,11 @@ var pasteTransforms = func() []pasteTransform {
 			// before the batch 670-679 (with 690-709), 55.4% with it (two
 			// healthy runs that are nccl-tests result tables only,
 			// nvidia-smi's banner, an EFA package list, nccl-tests'
-			// " .. host pid N: Test failure" traces).
-		}, 0.55},
+			// " .. host pid N: Test failure" traces); 54.7% with the batch
+			// 680-688 too (two benchmark result tables, rccl-tests' "#"
+			// banner and CANN's indented TraceBack lines, none with a header
+			// of its own).
+		}, 0.545},
 		pasteTransform{"Markdown quote", func(_ string, ls []pastedLine) []byte {
 			return eachPasted(ls, func(l pastedLine) string {
 				if l.text == "" {
