@@ -1530,10 +1530,11 @@ func bracketErrorHeader(s string) string {
 		return ""
 	}
 	n := 20 + end + 1
-	for _, lv := range [...]string{" ERROR: ", " CRITICAL: "} {
-		if strings.HasPrefix(s[n:], lv) {
-			return s[:n+len(lv)]
-		}
+	if n >= len(s) || s[n] != ' ' {
+		return ""
+	}
+	if lv := errorHead(s[n+1:]); lv != "" {
+		return s[:n+1+len(lv)]
 	}
 	return ""
 }

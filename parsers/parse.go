@@ -184,7 +184,7 @@ func classify(p *lineParse, s string, prefixes []Prefix) {
 			return
 		}
 	case c == 'D' || c == 'I' || c == 'W' || c == 'E' || c == 'C' || c == 'T':
-		if parseVLLM(p, s) || parseUvicorn(p, s) || parseTracingBare(p, s) {
+		if parseVLLM(p, s) || parseUvicorn(p, s) || tracingLine(p, s, true) {
 			return
 		}
 	}

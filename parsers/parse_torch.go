@@ -118,13 +118,10 @@ func parseSGLang(p *lineParse, s string) bool {
 	}
 	// A traceback logged through it carries "ERROR: " after the bracket on
 	// every line (the Joiner keeps such lines in one record: repeatedHeader).
-	for _, lv := range [...]string{"ERROR: ", "CRITICAL: "} {
-		if strings.HasPrefix(rest, lv) {
-			p.ev.Level = normLevel(lv[:len(lv)-2])
-			p.hasHeader = true
-			rest = rest[len(lv):]
-			break
-		}
+	if lv := errorHead(rest); lv != "" {
+		p.ev.Level = normLevel(lv[:len(lv)-2])
+		p.hasHeader = true
+		rest = rest[len(lv):]
 	}
 	p.fullTime = t
 	p.msg = rest
@@ -132,6 +129,17 @@ func parseSGLang(p *lineParse, s string) bool {
 		p.ev.Process = tag
 	}
 	return true
+}
+
+// errorHead returns the "ERROR: " or "CRITICAL: " that starts s, or "": the
+// level SGLang's logger writes after its bracket on each line of a traceback.
+func errorHead(s string) string {
+	for _, lv := range [...]string{"ERROR: ", "CRITICAL: "} {
+		if strings.HasPrefix(s, lv) {
+			return lv
+		}
+	}
+	return ""
 }
 
 // parseC10Frames recognises the C++ stack that c10::Error appends to torch

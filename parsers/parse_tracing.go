@@ -33,15 +33,11 @@ func parseTracing(p *lineParse, s string) bool {
 	return true
 }
 
-// parseTracingBare parses the same format without the time (a subscriber
-// built .without_time(), or a paste that cut it): "ERROR
-// dynamo_runtime::worker: Application shutdown with error: ...". Without
-// the time to vouch for the format, the target must look like code.
-func parseTracingBare(p *lineParse, s string) bool {
-	return tracingLine(p, s, true)
-}
-
-// tracingLine parses "LEVEL spans: target: message".
+// tracingLine parses "LEVEL spans: target: message". With needCode it is
+// the same format without the time (a subscriber built .without_time(), or
+// a paste that cut it: "ERROR dynamo_runtime::worker: Application shutdown
+// with error: ..."): without the time to vouch for the format, the target
+// must look like code.
 func tracingLine(p *lineParse, s string, needCode bool) bool {
 	var lvl string
 	for _, w := range [...]string{"INFO", "WARN", "ERROR", "DEBUG", "TRACE"} {
